@@ -1,0 +1,3 @@
+module github.com/memwho/memwho
+
+go 1.26.8

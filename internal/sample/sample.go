@@ -1,0 +1,141 @@
+// Package sample turns one walk of a /proc tree into a Snapshot of
+// per-process memory figures and groups those processes (by program, pid,
+// user or cgroup).
+//
+// It does not parse /proc files itself (that is package proc) and does not
+// render anything (that is package report). Every memory figure here is in
+// bytes.
+package sample
+
+import "time"
+
+// Accuracy says how a figure was obtained.
+type Accuracy uint8
+
+const (
+	// Exact figures come from /proc/PID/smaps_rollup (or a per-VMA sum of
+	// /proc/PID/smaps): proportional set size as the kernel computes it.
+	Exact Accuracy = iota
+	// Estimate figures come from /proc/PID/status (RSS-based) because the
+	// page-table walk was not permitted or was not asked for (--fast).
+	// Shared pages are counted in full by every process that maps them.
+	Estimate
+)
+
+// String returns "exact" or "estimate", the spelling used in JSON and CSV.
+func (a Accuracy) String() string {
+	if a == Estimate {
+		return "estimate"
+	}
+	return "exact"
+}
+
+// Process is one process's memory at the moment it was read.
+type Process struct {
+	PID  int
+	PPID int
+	// StartTime is field 22 of /proc/PID/stat, in clock ticks since boot.
+	// (PID, StartTime) identifies a process across PID reuse.
+	StartTime uint64
+	// UID is the real user id (first field of Uid: in status). It is only
+	// filled when UIDKnown is true: the scan reads status for it only when
+	// a user filter or user grouping needs it, or when it falls back to
+	// status-based estimates.
+	UID      uint32
+	UIDKnown bool
+
+	// Comm is the kernel's task name (at most 15 bytes), raw: it may hold
+	// any byte except NUL, including newlines and invalid UTF-8.
+	Comm string
+	// Exe is the basename of /proc/PID/exe, or "" when the link could not
+	// be read (permission, or no executable).
+	Exe string
+	// ExeDeleted is true when the executable was deleted or replaced
+	// after the process started (the link ends in " (deleted)").
+	ExeDeleted bool
+	// Script is the script or module an interpreter runs (for example
+	// "app.py" for "python3 app.py"), "" otherwise.
+	Script string
+	// Cgroup is the process's cgroup path (memory controller on cgroup v1,
+	// the unified hierarchy on v2), filled only when grouping by cgroup.
+	Cgroup string
+
+	// RAM is the proportional set size in bytes: Pss plus Private_Hugetlb
+	// from smaps_rollup (exact), or VmRSS from status (estimate).
+	RAM uint64
+	// Private is Private_Clean + Private_Dirty + Private_Hugetlb in bytes
+	// (exact), or RssAnon (estimate).
+	Private uint64
+	// Shared is RAM - Private in bytes: this process's proportional share
+	// of pages it shares with others (exact), or RssFile + RssShmem
+	// (estimate, counted in full).
+	Shared uint64
+	// Swap is SwapPss in bytes (swapped-out pages divided among the
+	// processes that share them), or Swap/VmSwap where SwapPss is not
+	// available (SwapPssMissing).
+	Swap uint64
+	// SwapPssMissing is true when the kernel gave no SwapPss line and Swap
+	// counts shared swapped pages in full.
+	SwapPssMissing bool
+	// Accuracy says whether RAM, Private, Shared and Swap are exact.
+	Accuracy Accuracy
+}
+
+// Meminfo holds the host-wide figures from /proc/meminfo, in bytes.
+type Meminfo struct {
+	MemTotal     uint64
+	MemFree      uint64
+	MemAvailable uint64
+	Buffers      uint64
+	Cached       uint64
+	Shmem        uint64
+	SwapTotal    uint64
+	SwapFree     uint64
+	// Hugetlb is the total of all huge page pools (the Hugetlb: line, or
+	// HugePages_Total x Hugepagesize on kernels without it).
+	Hugetlb uint64
+}
+
+// Snapshot is the result of one walk of /proc.
+type Snapshot struct {
+	Time  time.Time
+	Procs []Process
+	// Meminfo is valid when MeminfoOK is true.
+	Meminfo   Meminfo
+	MeminfoOK bool
+	// Gone counts processes that exited between listing /proc and reading
+	// them; they are left out.
+	Gone int
+	// Denied counts processes whose exact figures were not permitted and
+	// that are therefore estimates.
+	Denied int
+	// Kernel counts kernel threads and zombies (no address space); they are
+	// left out.
+	Kernel int
+}
+
+// Group is the sum of the processes that share a key.
+type Group struct {
+	// Key is the group's name as a raw string (program name, pid, user
+	// name, cgroup path). Renderers must sanitise it.
+	Key string
+	// Count is the number of processes in the group.
+	Count int
+	// PIDs lists the group's processes in ascending order.
+	PIDs []int
+	// RAM, Private, Shared and Swap are sums over the group, in bytes.
+	RAM, Private, Shared, Swap uint64
+	// Estimated is the number of processes whose figures are estimates;
+	// the group's figures are exact only when it is zero.
+	Estimated int
+	// SwapPssMissing is true when some process's swap lacked SwapPss.
+	SwapPssMissing bool
+}
+
+// Accuracy returns Exact when every process in g was read exactly.
+func (g *Group) Accuracy() Accuracy {
+	if g.Estimated > 0 {
+		return Estimate
+	}
+	return Exact
+}
