@@ -1,0 +1,292 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// startSleeper starts a child that does nothing, so that its memory is
+// stable while several files of it are read.
+func startSleeper(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Wait until the child has exec'd sleep: before that it is a copy of
+	// the test binary whose memory is changing.
+	pid := cmd.Process.Pid
+	for i := 0; i < 500; i++ {
+		exe, _ := os.Readlink("/proc/" + itoa(pid) + "/exe")
+		if strings.HasSuffix(exe, "/sleep") {
+			time.Sleep(20 * time.Millisecond)
+			return pid
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("child did not exec sleep")
+	return 0
+}
+
+func openLive(t testing.TB) *FS {
+	t.Helper()
+	fs, err := Open("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
+// TestLiveAgainstProcfs compares our parsers with prometheus/procfs on the
+// same live process.
+func TestLiveAgainstProcfs(t *testing.T) {
+	fs := openLive(t)
+	pid := startSleeper(t)
+	r := fs.NewReader()
+	if err := r.Open(pid); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	pfs, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := pfs.Proc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var st Status
+	if err := r.Status(&st); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pp.NewStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.VmRSS, ps.VmRSS; got != want {
+		t.Errorf("VmRSS = %d, want %d", got, want)
+	}
+	if got, want := st.RssAnon, ps.RssAnon; got != want {
+		t.Errorf("RssAnon = %d, want %d", got, want)
+	}
+	if got, want := st.RssFile, ps.RssFile; got != want {
+		t.Errorf("RssFile = %d, want %d", got, want)
+	}
+	if got, want := st.VmSwap, ps.VmSwap; got != want {
+		t.Errorf("VmSwap = %d, want %d", got, want)
+	}
+	if got, want := string(st.NameBytes()), ps.Name; got != want {
+		t.Errorf("Name = %q, want %q", got, want)
+	}
+	if got, want := uint64(st.UID), ps.UIDs[0]; got != want {
+		t.Errorf("UID = %d, want %d", got, want)
+	}
+
+	var ru Rollup
+	if err := r.SmapsRollup(&ru); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pp.ProcSMapsRollup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"Rss", ru.Rss, pr.Rss},
+		{"Pss", ru.Pss, pr.Pss},
+		{"SharedClean", ru.SharedClean, pr.SharedClean},
+		{"PrivateClean", ru.PrivateClean, pr.PrivateClean},
+		{"PrivateDirty", ru.PrivateDirty, pr.PrivateDirty},
+		{"Swap", ru.Swap, pr.Swap},
+		{"SwapPss", ru.SwapPss, pr.SwapPss},
+	} {
+		if c.got != c.want {
+			t.Errorf("smaps_rollup %s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+
+	var sa Stat
+	if err := r.Stat(&sa); err != nil {
+		t.Fatal(err)
+	}
+	pst, err := pp.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sa.StartTime, pst.Starttime; got != want {
+		t.Errorf("StartTime = %d, want %d", got, want)
+	}
+	if got, want := sa.PPid, pst.PPID; got != want {
+		t.Errorf("PPid = %d, want %d", got, want)
+	}
+	if got, want := string(sa.CommBytes()), pst.Comm; got != want {
+		t.Errorf("Comm = %q, want %q", got, want)
+	}
+
+	exe, err := r.Exe(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Readlink("/proc/" + itoa(pid) + "/exe")
+	if string(exe) != want {
+		t.Errorf("Exe = %q, want %q", exe, want)
+	}
+	cl, err := r.Cmdline()
+	if err != nil || !bytes.HasPrefix(cl, []byte("sleep\x00600\x00")) {
+		t.Errorf("Cmdline = %q, %v", cl, err)
+	}
+}
+
+// TestLiveRollupMatchesSmaps is the differential test on a live process:
+// smaps_rollup must equal the per-VMA sum of smaps. Pss fields may differ
+// by less than 1 kB per VMA, because the kernel rounds each VMA's Pss down
+// to whole kB in smaps but rounds only the total in smaps_rollup.
+func TestLiveRollupMatchesSmaps(t *testing.T) {
+	fs := openLive(t)
+	pid := startSleeper(t)
+	r := fs.NewReader()
+	if err := r.Open(pid); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var roll, sum Rollup
+	if err := r.SmapsRollup(&roll); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Smaps(&sum); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.ReadFile("smaps\x00")
+	vmas := uint64(bytes.Count(b, []byte("\nVmFlags:")))
+	compareRollups(t, &roll, &sum, vmas)
+}
+
+func compareRollups(t *testing.T, roll, sum *Rollup, vmas uint64) {
+	t.Helper()
+	exact := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"Rss", sum.Rss, roll.Rss},
+		{"SharedClean", sum.SharedClean, roll.SharedClean},
+		{"SharedDirty", sum.SharedDirty, roll.SharedDirty},
+		{"PrivateClean", sum.PrivateClean, roll.PrivateClean},
+		{"PrivateDirty", sum.PrivateDirty, roll.PrivateDirty},
+		{"PrivateHugetlb", sum.PrivateHugetlb, roll.PrivateHugetlb},
+		{"Swap", sum.Swap, roll.Swap},
+	}
+	for _, c := range exact {
+		if c.got != c.want {
+			t.Errorf("smaps sum %s = %d, smaps_rollup %d", c.name, c.got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		sum, rol uint64
+	}{{"Pss", sum.Pss, roll.Pss}, {"SwapPss", sum.SwapPss, roll.SwapPss}} {
+		if c.sum > c.rol || c.rol-c.sum > vmas*1024 {
+			t.Errorf("smaps sum %s = %d, smaps_rollup %d: differ by more than 1 kB for each of %d VMAs", c.name, c.sum, c.rol, vmas)
+		}
+	}
+}
+
+// TestLivePIDReuseSafe shows why Reader.Open holds a directory descriptor:
+// once the process it names has exited, reads through it fail with ErrGone
+// even if the PID is handed to a new process.
+func TestLivePIDReuseSafe(t *testing.T) {
+	fs := openLive(t)
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	r := fs.NewReader()
+	if err := r.Open(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+	var st Stat
+	if err := r.Stat(&st); err != ErrGone {
+		t.Errorf("Stat after exit: err = %v, want ErrGone", err)
+	}
+	var ru Rollup
+	if err := r.SmapsRollup(&ru); err != ErrGone && err != ErrNotExist && err != ErrNoMM {
+		t.Errorf("SmapsRollup after exit: err = %v, want ErrGone", err)
+	}
+}
+
+func TestLiveKernelThread(t *testing.T) {
+	fs := openLive(t)
+	r := fs.NewReader()
+	if err := r.Open(2); err != nil {
+		t.Skip("no pid 2")
+	}
+	defer r.Close()
+	var st Stat
+	if err := r.Stat(&st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Kthread() {
+		t.Skip("pid 2 is not a kernel thread here (container?)")
+	}
+	var ru Rollup
+	if err := r.SmapsRollup(&ru); err != ErrNoMM {
+		t.Errorf("SmapsRollup of kthreadd: err = %v, want ErrNoMM", err)
+	}
+	var ss Status
+	if err := r.Status(&ss); err != nil || ss.HasMM {
+		t.Errorf("Status of kthreadd: HasMM = %v, err = %v", ss.HasMM, err)
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	fs := openLive(t)
+	pid := startSleeper(t)
+	r := fs.NewReader()
+	var (
+		st   Status
+		sa   Stat
+		ru   Rollup
+		mi   Meminfo
+		link = make([]byte, 0, 4096)
+		pids = make([]int, 0, 4096)
+		dbuf = make([]byte, 32768)
+	)
+	// Warm up: let the buffer grow to its steady size.
+	r.Open(pid)
+	r.Smaps(&ru)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"Open+Close", func() { r.Open(pid); r.Close() }},
+		{"Status", func() { r.Open(pid); r.Status(&st); r.Close() }},
+		{"Stat", func() { r.Open(pid); r.Stat(&sa); r.Close() }},
+		{"SmapsRollup", func() { r.Open(pid); r.SmapsRollup(&ru); r.Close() }},
+		{"Smaps", func() { r.Open(pid); r.Smaps(&ru); r.Close() }},
+		{"Exe", func() { r.Open(pid); r.Exe(link); r.Close() }},
+		{"Cgroup", func() { r.Open(pid); r.Cgroup(); r.Close() }},
+		{"Meminfo", func() { r.Meminfo(&mi) }},
+		{"PIDs", func() { pids, dbuf, _ = fs.PIDs(pids, dbuf) }},
+		{"Gone", func() { r.Open(1 << 30) }},
+	} {
+		if n := testing.AllocsPerRun(100, c.f); n != 0 {
+			t.Errorf("%s allocs = %v, want 0", c.name, n)
+		}
+	}
+}
+
+func itoa(v int) string { return string(appendInt(nil, v)) }

@@ -1,0 +1,90 @@
+package proc
+
+import "bytes"
+
+// Meminfo holds the host-wide lines of /proc/meminfo that memwho uses, in
+// bytes.
+type Meminfo struct {
+	MemTotal       uint64 // MemTotal
+	MemFree        uint64 // MemFree
+	MemAvailable   uint64 // MemAvailable (kernel 3.14+)
+	Buffers        uint64 // Buffers
+	Cached         uint64 // Cached: page cache, including Shmem
+	Shmem          uint64 // Shmem: tmpfs, SysV shm, memfd, shared anonymous
+	SwapTotal      uint64 // SwapTotal
+	SwapFree       uint64 // SwapFree
+	Hugetlb        uint64 // Hugetlb (kernel 4.20+): all huge page pools
+	HugePagesTotal uint64 // HugePages_Total: a count of pages, not bytes
+	Hugepagesize   uint64 // Hugepagesize: the default huge page size
+}
+
+// Meminfo reads /proc/meminfo into out.
+func (r *Reader) Meminfo(out *Meminfo) error {
+	b, err := r.readFile(r.fs.fd, "meminfo\x00")
+	if err != nil {
+		return err
+	}
+	return ParseMeminfo(b, out)
+}
+
+// ParseMeminfo parses the contents of /proc/meminfo. MemTotal is required;
+// other lines are optional (older kernels lack some).
+func ParseMeminfo(b []byte, out *Meminfo) error {
+	*out = Meminfo{}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return ErrMalformed
+	}
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		line := b[:nl]
+		b = b[nl+1:]
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		var field *uint64
+		switch string(line[:colon]) {
+		case "MemTotal":
+			field = &out.MemTotal
+		case "MemFree":
+			field = &out.MemFree
+		case "MemAvailable":
+			field = &out.MemAvailable
+		case "Buffers":
+			field = &out.Buffers
+		case "Cached":
+			field = &out.Cached
+		case "Shmem":
+			field = &out.Shmem
+		case "SwapTotal":
+			field = &out.SwapTotal
+		case "SwapFree":
+			field = &out.SwapFree
+		case "Hugetlb":
+			field = &out.Hugetlb
+		case "Hugepagesize":
+			field = &out.Hugepagesize
+		case "HugePages_Total":
+			v, n, ok := parseUint(trimSpace(line[colon+1:]))
+			if !ok || n != len(trimSpace(line[colon+1:])) {
+				return ErrMalformed
+			}
+			out.HugePagesTotal = v
+			continue
+		default:
+			continue
+		}
+		v, ok := parseKB(line[colon+1:])
+		if !ok {
+			return ErrMalformed
+		}
+		*field = v
+	}
+	if out.MemTotal == 0 {
+		return ErrMalformed
+	}
+	if out.Hugetlb == 0 {
+		out.Hugetlb = out.HugePagesTotal * out.Hugepagesize
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package proc
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// Reader reads one process at a time. It owns a growable buffer that holds
+// the last file read; parsers work on it in place. A Reader is not safe for
+// concurrent use: give each goroutine its own.
+type Reader struct {
+	fs    *FS
+	pidfd int
+	pid   int
+	buf   []byte
+	path  [24]byte
+}
+
+// NewReader returns a Reader for fs with a 4 KiB buffer, enough for status
+// and smaps_rollup of most processes; it grows when a file is larger.
+func (fs *FS) NewReader() *Reader {
+	return &Reader{fs: fs, pidfd: -1, buf: make([]byte, 4096)}
+}
+
+// Open opens the /proc/PID directory; every read until Close goes through
+// it. It returns ErrGone when the process does not exist.
+func (r *Reader) Open(pid int) error {
+	r.Close()
+	p := r.path[:0]
+	p = appendInt(p, pid)
+	p = append(p, 0)
+	fd, err := openat(r.fs.fd, &p[0], syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	if err != nil {
+		return mapErrno(err, ErrGone)
+	}
+	r.pidfd, r.pid = fd, pid
+	return nil
+}
+
+// PID returns the process Open last opened.
+func (r *Reader) PID() int { return r.pid }
+
+// Close closes the process directory, if one is open.
+func (r *Reader) Close() {
+	if r.pidfd >= 0 {
+		syscall.Close(r.pidfd)
+		r.pidfd = -1
+	}
+}
+
+// ReadFile reads the file name (relative to the open process directory)
+// and returns its contents, valid until the next read. name must end in a
+// NUL byte ("stat\x00"), so it can be passed to the kernel as it is.
+func (r *Reader) ReadFile(name string) ([]byte, error) {
+	return r.readFile(r.pidfd, name)
+}
+
+// readTaskFile reads a file every live process has, so that its absence,
+// like ESRCH, means the process is gone.
+func (r *Reader) readTaskFile(name string) ([]byte, error) {
+	b, err := r.readFile(r.pidfd, name)
+	if err == ErrNotExist || err == ErrNoMM {
+		return nil, ErrGone
+	}
+	return b, err
+}
+
+// readFile reads a whole file relative to dirfd into r.buf.
+func (r *Reader) readFile(dirfd int, name string) ([]byte, error) {
+	fd, err := openat(dirfd, unsafe.StringData(name), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY)
+	if err != nil {
+		return nil, mapFileErrno(err)
+	}
+	n := 0
+	for {
+		if n == len(r.buf) {
+			if len(r.buf) >= MaxFileSize {
+				syscall.Close(fd)
+				return nil, ErrTooLarge
+			}
+			// Grow and keep reading: seq_file hands out the rest of the
+			// file on the next read, so nothing needs re-reading.
+			nb := make([]byte, 2*len(r.buf))
+			copy(nb, r.buf[:n])
+			r.buf = nb
+		}
+		m, err := read(fd, r.buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			syscall.Close(fd)
+			return nil, mapFileErrno(err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	syscall.Close(fd)
+	return r.buf[:n], nil
+}
+
+// Readlink reads the symbolic link name (NUL-terminated, relative to the
+// process directory) into dst[:0] and returns it.
+func (r *Reader) Readlink(name string, dst []byte) ([]byte, error) {
+	if cap(dst) < 256 {
+		dst = make([]byte, 0, 4096)
+	}
+	dst = dst[:cap(dst)]
+	n, _, e := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(r.pidfd),
+		uintptr(unsafe.Pointer(unsafe.StringData(name))),
+		uintptr(unsafe.Pointer(&dst[0])), uintptr(len(dst)), 0, 0)
+	if e != 0 {
+		return dst[:0], mapErrno(e, ErrNotExist)
+	}
+	return dst[:n], nil
+}
+
+func openat(dirfd int, path *byte, flags int) (int, error) {
+	for {
+		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dirfd),
+			uintptr(unsafe.Pointer(path)), uintptr(flags), 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return -1, e
+		}
+		return int(fd), nil
+	}
+}
+
+func read(fd int, b []byte) (int, error) {
+	n, _, e := syscall.Syscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// mapErrno turns an errno into one of the package's sentinels so callers
+// can branch on them; notExist is what ENOENT means in the caller's context
+// (the process is gone, or just this file is missing).
+func mapErrno(err error, notExist error) error {
+	switch err {
+	case syscall.ENOENT:
+		return notExist
+	case syscall.ESRCH:
+		return ErrGone
+	case syscall.EACCES, syscall.EPERM:
+		return ErrDenied
+	case syscall.ENOTDIR:
+		return ErrGone
+	}
+	return err
+}
+
+// mapFileErrno maps the errno of opening or reading a file in a process
+// directory. ESRCH there means the task has no address space (a kernel
+// thread, a zombie, or a process in the middle of exiting): the kernel
+// returns it from smaps and smaps_rollup when there is no mm to walk.
+func mapFileErrno(err error) error {
+	if err == syscall.ESRCH {
+		return ErrNoMM
+	}
+	return mapErrno(err, ErrNotExist)
+}
+
+func appendInt(b []byte, v int) []byte {
+	if v < 0 {
+		b = append(b, '-')
+		v = -v
+	}
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+// Exe reads the /proc/PID/exe link of the open process into dst[:0]. It
+// returns ErrDenied for another user's process without ptrace access and
+// ErrNotExist for kernel threads.
+func (r *Reader) Exe(dst []byte) ([]byte, error) {
+	return r.Readlink("exe\x00", dst)
+}
+
+// Cmdline reads /proc/PID/cmdline of the open process: the arguments, each
+// ended by a NUL. The result aliases the Reader's buffer.
+func (r *Reader) Cmdline() ([]byte, error) {
+	return r.readTaskFile("cmdline\x00")
+}

@@ -1,0 +1,166 @@
+package proc
+
+import "bytes"
+
+// Rollup holds the summed memory counters of one address space, as
+// /proc/PID/smaps_rollup reports them (or as a per-VMA sum of
+// /proc/PID/smaps). Every field is in bytes.
+type Rollup struct {
+	Rss            uint64 // Rss: resident pages, shared ones counted in full
+	Pss            uint64 // Pss: resident pages, each divided by its map count
+	PssAnon        uint64 // Pss_Anon (kernel 5.8+)
+	PssFile        uint64 // Pss_File (kernel 5.8+)
+	PssShmem       uint64 // Pss_Shmem (kernel 5.8+)
+	SharedClean    uint64 // Shared_Clean
+	SharedDirty    uint64 // Shared_Dirty
+	PrivateClean   uint64 // Private_Clean
+	PrivateDirty   uint64 // Private_Dirty
+	Anonymous      uint64 // Anonymous
+	SharedHugetlb  uint64 // Shared_Hugetlb: hugetlbfs pages mapped by others too, not in Pss
+	PrivateHugetlb uint64 // Private_Hugetlb: hugetlbfs pages only we map, not in Pss
+	Swap           uint64 // Swap: swapped-out pages, shared ones counted in full
+	SwapPss        uint64 // SwapPss (kernel 4.3+): swapped-out pages divided among sharers
+	Locked         uint64 // Locked: mlocked, in Pss terms
+
+	// HasPss is true when a Pss line was present; a file without one is
+	// not a memory summary.
+	HasPss bool
+	// HasSwapPss is true when a SwapPss line was present.
+	HasSwapPss bool
+}
+
+// SmapsRollup reads /proc/PID/smaps_rollup of the open process into out.
+// It returns ErrNotExist on kernels without smaps_rollup (before 4.14),
+// ErrNoMM for kernel threads and zombies, ErrDenied without ptrace access.
+func (r *Reader) SmapsRollup(out *Rollup) error {
+	b, err := r.ReadFile("smaps_rollup\x00")
+	if err != nil {
+		return err
+	}
+	*out = Rollup{}
+	return parseMemLines(b, out)
+}
+
+// Smaps reads /proc/PID/smaps of the open process and sums it per VMA into
+// out: the fallback for kernels without smaps_rollup, and the reference the
+// rollup is tested against.
+func (r *Reader) Smaps(out *Rollup) error {
+	b, err := r.ReadFile("smaps\x00")
+	if err != nil {
+		return err
+	}
+	*out = Rollup{}
+	return parseMemLines(b, out)
+}
+
+// ParseRollup parses the contents of smaps_rollup or smaps into out,
+// summing every counter over all the lines that carry it. It returns
+// ErrNoMM for an empty file and ErrMalformed when the text is cut short
+// or a counter is not a number.
+func ParseRollup(b []byte, out *Rollup) error {
+	*out = Rollup{}
+	return parseMemLines(b, out)
+}
+
+// parseMemLines adds the "Key:   N kB" counters in b to out. Lines that are
+// not counters (VMA headers, VmFlags, THPeligible) are skipped. A counter
+// line that is cut short makes the whole file malformed: a partial sum
+// would be a wrong total.
+func parseMemLines(b []byte, out *Rollup) error {
+	if len(b) == 0 {
+		return ErrNoMM
+	}
+	if b[len(b)-1] != '\n' {
+		return ErrMalformed
+	}
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		line := b[:nl]
+		b = b[nl+1:]
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		var field *uint64
+		switch string(line[:colon]) {
+		case "Rss":
+			field = &out.Rss
+		case "Pss":
+			field = &out.Pss
+			out.HasPss = true
+		case "Pss_Anon":
+			field = &out.PssAnon
+		case "Pss_File":
+			field = &out.PssFile
+		case "Pss_Shmem":
+			field = &out.PssShmem
+		case "Shared_Clean":
+			field = &out.SharedClean
+		case "Shared_Dirty":
+			field = &out.SharedDirty
+		case "Private_Clean":
+			field = &out.PrivateClean
+		case "Private_Dirty":
+			field = &out.PrivateDirty
+		case "Anonymous":
+			field = &out.Anonymous
+		case "Shared_Hugetlb":
+			field = &out.SharedHugetlb
+		case "Private_Hugetlb":
+			field = &out.PrivateHugetlb
+		case "Swap":
+			field = &out.Swap
+		case "SwapPss":
+			field = &out.SwapPss
+			out.HasSwapPss = true
+		case "Locked":
+			field = &out.Locked
+		default:
+			continue
+		}
+		v, ok := parseKB(line[colon+1:])
+		if !ok {
+			return ErrMalformed
+		}
+		*field += v
+	}
+	if !out.HasPss {
+		return ErrMalformed
+	}
+	return nil
+}
+
+// parseKB parses "   1234 kB" into bytes. The unit must be present: a
+// number without it is a line cut short.
+func parseKB(b []byte) (uint64, bool) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	v, n, ok := parseUint(b[i:])
+	if !ok {
+		return 0, false
+	}
+	rest := b[i+n:]
+	if len(rest) != 3 || rest[0] != ' ' || rest[1] != 'k' || rest[2] != 'B' {
+		return 0, false
+	}
+	if v > (1<<64-1)/1024 {
+		return 0, false
+	}
+	return v * 1024, true
+}
+
+// parseUint parses leading decimal digits; it reports how many bytes it
+// used and fails on no digits or overflow.
+func parseUint(b []byte) (v uint64, n int, ok bool) {
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		d := uint64(b[n] - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, 0, false
+		}
+		v = v*10 + d
+		n++
+	}
+	return v, n, n > 0
+}

@@ -1,0 +1,139 @@
+package proc
+
+import "bytes"
+
+// Status holds the fields of /proc/PID/status that memwho uses. Sizes are
+// in bytes.
+type Status struct {
+	// Name is the Name: line as the kernel prints it, which escapes
+	// newlines and backslashes; Stat.Comm has the raw bytes.
+	Name    [64]byte
+	NameLen int
+	State   byte   // first letter of State:, e.g. 'S', 'R', 'Z'
+	Tgid    int    // Tgid:
+	PPid    int    // PPid:
+	UID     uint32 // real uid: first field of Uid:
+	EUID    uint32 // effective uid: second field of Uid:
+	// HasMM is true when the status has VmRSS, that is, the process has
+	// an address space (not a kernel thread or zombie).
+	HasMM        bool
+	VmRSS        uint64 // VmRSS: resident set size (RssAnon+RssFile+RssShmem)
+	RssAnon      uint64 // RssAnon (kernel 4.5+): resident anonymous memory
+	RssFile      uint64 // RssFile: resident file mappings
+	RssShmem     uint64 // RssShmem: resident shmem, including SysV shm and memfd
+	VmSwap       uint64 // VmSwap: swapped-out anonymous memory, shared pages in full
+	HugetlbPages uint64 // HugetlbPages (kernel 4.4+): hugetlbfs pages mapped
+}
+
+// NameBytes returns Name as a slice.
+func (s *Status) NameBytes() []byte { return s.Name[:s.NameLen] }
+
+// Status reads /proc/PID/status of the open process into out.
+func (r *Reader) Status(out *Status) error {
+	b, err := r.readTaskFile("status\x00")
+	if err != nil {
+		return err
+	}
+	return ParseStatus(b, out)
+}
+
+// ParseStatus parses the contents of /proc/PID/status. Memory lines must
+// all be complete: a status cut short returns ErrMalformed rather than a
+// figure missing some of its parts.
+func ParseStatus(b []byte, out *Status) error {
+	*out = Status{}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return ErrMalformed
+	}
+	var seenName, seenUID, seenVmSize bool
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		line := b[:nl]
+		b = b[nl+1:]
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		key, val := line[:colon], line[colon+1:]
+		var field *uint64
+		switch string(key) {
+		case "Name":
+			if len(val) > 0 && val[0] == '\t' {
+				val = val[1:]
+			}
+			out.NameLen = copy(out.Name[:], val)
+			seenName = true
+			continue
+		case "State":
+			v := trimSpace(val)
+			if len(v) == 0 {
+				return ErrMalformed
+			}
+			out.State = v[0]
+			continue
+		case "Tgid", "PPid":
+			v, _, ok := parseUint(trimSpace(val))
+			if !ok || v > 1<<31 {
+				return ErrMalformed
+			}
+			if key[0] == 'T' {
+				out.Tgid = int(v)
+			} else {
+				out.PPid = int(v)
+			}
+			continue
+		case "Uid":
+			v := trimSpace(val)
+			u, n, ok := parseUint(v)
+			if !ok || u > 1<<32-1 {
+				return ErrMalformed
+			}
+			v = trimSpace(v[n:])
+			e, _, ok := parseUint(v)
+			if !ok || e > 1<<32-1 {
+				return ErrMalformed
+			}
+			out.UID, out.EUID = uint32(u), uint32(e)
+			seenUID = true
+			continue
+		case "VmSize":
+			seenVmSize = true
+			continue
+		case "VmRSS":
+			field = &out.VmRSS
+			out.HasMM = true
+		case "RssAnon":
+			field = &out.RssAnon
+		case "RssFile":
+			field = &out.RssFile
+		case "RssShmem":
+			field = &out.RssShmem
+		case "VmSwap":
+			field = &out.VmSwap
+		case "HugetlbPages":
+			field = &out.HugetlbPages
+		default:
+			continue
+		}
+		v, ok := parseKB(val)
+		if !ok {
+			return ErrMalformed
+		}
+		*field = v
+	}
+	// A status with VmSize but no VmRSS was cut short between the two.
+	if !seenName || !seenUID || seenVmSize != out.HasMM {
+		return ErrMalformed
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
