@@ -1,15 +1,227 @@
 package sample
 
+import (
+	"cmp"
+	"fmt"
+	"os/user"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // By names a grouping of processes.
 type By uint8
 
 const (
 	// ByProgram groups by program name (see ProgramName).
 	ByProgram By = iota
-	// ByPID gives every process its own group.
+	// ByPID gives every process its own group, keyed "NAME [PID]".
 	ByPID
 	// ByUser groups by real user.
 	ByUser
 	// ByCgroup groups by cgroup path.
 	ByCgroup
 )
+
+var byNames = []string{"program", "pid", "user", "cgroup"}
+
+// String returns the flag spelling of b.
+func (b By) String() string { return byNames[b] }
+
+// ParseBy parses a --by value.
+func ParseBy(s string) (By, error) {
+	for i, n := range byNames {
+		if s == n {
+			return By(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown grouping %q (want program, pid, user or cgroup)", s)
+}
+
+// Users maps uids to user names, remembering each answer. The zero value
+// is ready to use.
+type Users struct{ m map[uint32]string }
+
+// Name returns the user name of uid, or the number when the user database
+// has none.
+func (u *Users) Name(uid uint32) string {
+	if n, ok := u.m[uid]; ok {
+		return n
+	}
+	if u.m == nil {
+		u.m = make(map[uint32]string)
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
+	n := id
+	if usr, err := user.LookupId(id); err == nil {
+		n = usr.Username
+	}
+	u.m[uid] = n
+	return n
+}
+
+// Key returns the key p is grouped under.
+func Key(p *Process, by By, users *Users) string {
+	switch by {
+	case ByPID:
+		return p.Name + " [" + strconv.Itoa(p.PID) + "]"
+	case ByUser:
+		if !p.UIDKnown {
+			return "?"
+		}
+		return users.Name(p.UID)
+	case ByCgroup:
+		if p.Cgroup == "" {
+			return "?"
+		}
+		return CgroupName(p.Cgroup)
+	}
+	return p.Name
+}
+
+// GroupProcs sums procs into groups by key, in no particular order.
+func GroupProcs(procs []Process, by By, users *Users) []Group {
+	idx := make(map[string]int)
+	var groups []Group
+	for i := range procs {
+		p := &procs[i]
+		k := Key(p, by, users)
+		j, ok := idx[k]
+		if !ok {
+			j = len(groups)
+			idx[k] = j
+			groups = append(groups, Group{Key: k})
+		}
+		g := &groups[j]
+		g.add(p)
+	}
+	for i := range groups {
+		slices.Sort(groups[i].PIDs)
+	}
+	return groups
+}
+
+func (g *Group) add(p *Process) {
+	g.Count++
+	g.PIDs = append(g.PIDs, p.PID)
+	g.RAM += p.RAM
+	g.Private += p.Private
+	g.Shared += p.Shared
+	g.Swap += p.Swap
+	if p.Accuracy == Estimate {
+		g.Estimated++
+	}
+	if p.SwapPssMissing {
+		g.SwapPssMissing = true
+	}
+}
+
+// Total sums groups into one group keyed "total" (without PIDs).
+func Total(groups []Group) Group {
+	t := Group{Key: "total"}
+	for i := range groups {
+		g := &groups[i]
+		t.Count += g.Count
+		t.RAM += g.RAM
+		t.Private += g.Private
+		t.Shared += g.Shared
+		t.Swap += g.Swap
+		t.Estimated += g.Estimated
+		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
+	}
+	return t
+}
+
+// SortKey names a --sort column.
+type SortKey uint8
+
+// Sort columns.
+const (
+	SortRAM SortKey = iota
+	SortPrivate
+	SortShared
+	SortSwap
+	SortCount
+	SortName
+)
+
+var sortNames = []string{"ram", "private", "shared", "swap", "count", "name"}
+
+// ParseSort parses a --sort value.
+func ParseSort(s string) (SortKey, error) {
+	for i, n := range sortNames {
+		if s == n {
+			return SortKey(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown sort column %q (want ram, private, shared, swap, count or name)", s)
+}
+
+// Sort orders groups ascending by key (so the largest is printed last,
+// just above the prompt), ties broken by name; reverse flips the order.
+func Sort(groups []Group, key SortKey, reverse bool) {
+	slices.SortStableFunc(groups, func(a, b Group) int {
+		var c int
+		switch key {
+		case SortRAM:
+			c = cmp.Compare(a.RAM, b.RAM)
+		case SortPrivate:
+			c = cmp.Compare(a.Private, b.Private)
+		case SortShared:
+			c = cmp.Compare(a.Shared, b.Shared)
+		case SortSwap:
+			c = cmp.Compare(a.Swap, b.Swap)
+		case SortCount:
+			c = cmp.Compare(a.Count, b.Count)
+		}
+		if c == 0 {
+			c = strings.Compare(a.Key, b.Key)
+		}
+		if reverse {
+			c = -c
+		}
+		return c
+	})
+}
+
+// Top keeps the n largest groups by key of groups sorted by Sort; with
+// the default ascending order they are the last n. n <= 0 keeps all.
+func Top(groups []Group, n int, reverse bool) []Group {
+	if n <= 0 || n >= len(groups) {
+		return groups
+	}
+	if reverse {
+		return groups[:n]
+	}
+	return groups[len(groups)-n:]
+}
+
+// Filter keeps the groups whose key matches re.
+func Filter(groups []Group, re *regexp.Regexp) []Group {
+	if re == nil {
+		return groups
+	}
+	out := groups[:0]
+	for _, g := range groups {
+		if re.MatchString(g.Key) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// containerID matches the 64-hex-digit ids that container runtimes put in
+// cgroup paths.
+var containerID = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// CgroupName makes a cgroup path readable: container ids are shortened
+// to their first 12 hex digits, as docker and podman show them. The rest
+// of the path (slices, units, scopes) is kept so that no two cgroups
+// share a name.
+func CgroupName(path string) string {
+	if !strings.Contains(path, "/") || len(path) < 64 {
+		return path
+	}
+	return containerID.ReplaceAllStringFunc(path, func(id string) string { return id[:12] })
+}

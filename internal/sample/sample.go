@@ -44,6 +44,9 @@ type Process struct {
 	UID      uint32
 	UIDKnown bool
 
+	// Name is the program name the report shows, chosen by the rules of
+	// ProgramName from Comm, Exe, Script and the parent's Exe.
+	Name string
 	// Comm is the kernel's task name (at most 15 bytes), raw: it may hold
 	// any byte except NUL, including newlines and invalid UTF-8.
 	Comm string
@@ -112,6 +115,12 @@ type Snapshot struct {
 	// Kernel counts kernel threads and zombies (no address space); they are
 	// left out.
 	Kernel int
+	// Broken counts processes left out because a file every process has
+	// (stat, status) could not be parsed.
+	Broken int
+	// Malformed counts processes whose smaps_rollup could not be parsed
+	// (for example, cut short); their figures are estimates.
+	Malformed int
 }
 
 // Group is the sum of the processes that share a key.

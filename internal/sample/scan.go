@@ -1,6 +1,15 @@
 package sample
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memwho/memwho/internal/proc"
+)
 
 // Options chooses what a Scanner reads. The zero value (with Root set)
 // reads what the default report needs: exact figures and program names.
@@ -24,18 +33,291 @@ type Options struct {
 // long-running caller (watch, agent) should reuse one. A Scanner is not
 // safe for concurrent use.
 type Scanner struct {
-	opt Options
+	opt     Options
+	fs      *proc.FS
+	workers []*worker
+	pids    []int
+	dirbuf  []byte
+	slots   []Process
+	kinds   []outcome
+	// noRollup is set once smaps_rollup turns out to be missing (kernels
+	// before 4.14), so later processes go straight to smaps.
+	noRollup atomic.Bool
+	meminfo  proc.Meminfo
+	byPID    map[int]int
+}
+
+// outcome is what reading one process came to.
+type outcome uint8
+
+const (
+	okExact outcome = iota
+	okEstimate
+	okDenied    // estimate because the walk was refused
+	okMalformed // estimate because smaps_rollup did not parse
+	skipGone
+	skipKernel
+	skipBroken
+)
+
+type worker struct {
+	r     *proc.Reader
+	st    proc.Stat
+	ss    proc.Status
+	ru    proc.Rollup
+	link  []byte
+	names map[string]string
 }
 
 // NewScanner opens the /proc tree at opt.Root.
 func NewScanner(opt Options) (*Scanner, error) {
-	return nil, errors.New("not implemented")
-}
-
-// Scan walks every process once and fills snap, reusing snap.Procs.
-func (s *Scanner) Scan(snap *Snapshot) error {
-	return errors.New("not implemented")
+	if opt.Root == "" {
+		opt.Root = "/proc"
+	}
+	fs, err := proc.Open(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	n := opt.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	s := &Scanner{opt: opt, fs: fs, byPID: make(map[int]int)}
+	for range n {
+		s.workers = append(s.workers, &worker{
+			r:     fs.NewReader(),
+			link:  make([]byte, 0, 4096),
+			names: make(map[string]string),
+		})
+	}
+	return s, nil
 }
 
 // Close releases the /proc directory descriptor.
-func (s *Scanner) Close() error { return nil }
+func (s *Scanner) Close() error { return s.fs.Close() }
+
+// Scan walks every process once and fills snap, reusing snap.Procs.
+func (s *Scanner) Scan(snap *Snapshot) error {
+	snap.Time = time.Now()
+	snap.Procs = snap.Procs[:0]
+	snap.Gone, snap.Denied, snap.Kernel, snap.Broken, snap.Malformed = 0, 0, 0, 0, 0
+	if len(s.opt.PIDs) > 0 {
+		s.pids = append(s.pids[:0], s.opt.PIDs...)
+	} else {
+		var err error
+		s.pids, s.dirbuf, err = s.fs.PIDs(s.pids, s.dirbuf)
+		if err != nil {
+			return err
+		}
+	}
+	n := len(s.pids)
+	if cap(s.slots) < n {
+		s.slots = make([]Process, n, n+n/4)
+		s.kinds = make([]outcome, n, n+n/4)
+	}
+	s.slots, s.kinds = s.slots[:n], s.kinds[:n]
+
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	nw := min(len(s.workers), n)
+	for i := range nw {
+		w := s.workers[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= n {
+					return
+				}
+				s.kinds[j] = s.readOne(w, s.pids[j], &s.slots[j])
+				w.r.Close()
+			}
+		}()
+	}
+	wg.Wait()
+
+	for j := range n {
+		switch s.kinds[j] {
+		case skipGone:
+			snap.Gone++
+			continue
+		case skipKernel:
+			snap.Kernel++
+			continue
+		case skipBroken:
+			snap.Broken++
+			continue
+		case okDenied:
+			snap.Denied++
+		case okMalformed:
+			snap.Malformed++
+		}
+		snap.Procs = append(snap.Procs, s.slots[j])
+	}
+	s.nameAll(snap.Procs)
+
+	snap.MeminfoOK = s.workers[0].r.Meminfo(&s.meminfo) == nil
+	if snap.MeminfoOK {
+		m := &s.meminfo
+		snap.Meminfo = Meminfo{
+			MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
+			Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
+			SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, Hugetlb: m.Hugetlb,
+		}
+	}
+	return nil
+}
+
+// readOne reads one process into p. Every file is read through the same
+// /proc/PID directory descriptor, so all of p describes one process even
+// if its PID is reused meanwhile.
+func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
+	r := w.r
+	if r.Open(pid) != nil {
+		return skipGone
+	}
+	*p = Process{PID: pid}
+	switch err := r.Stat(&w.st); err {
+	case nil:
+	case proc.ErrGone:
+		return skipGone
+	default:
+		return skipBroken
+	}
+	if w.st.Kthread() {
+		return skipKernel
+	}
+	p.PPID, p.StartTime = w.st.PPid, w.st.StartTime
+	p.Comm = w.intern(w.st.CommBytes())
+
+	result := okEstimate
+	if !s.opt.Fast {
+		var err error
+		if !s.noRollup.Load() {
+			err = r.SmapsRollup(&w.ru)
+			if err == proc.ErrNotExist {
+				if err = r.Smaps(&w.ru); err == nil {
+					s.noRollup.Store(true)
+				}
+			}
+		} else {
+			err = r.Smaps(&w.ru)
+		}
+		switch {
+		case err == nil:
+			result = okExact
+			setExact(p, &w.ru)
+		case err == proc.ErrNoMM:
+			return skipKernel
+		case err == proc.ErrGone || err == proc.ErrNotExist:
+			return skipGone
+		case err == proc.ErrDenied:
+			result = okDenied
+		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge):
+			result = okMalformed
+		default:
+			result = okDenied
+		}
+	}
+	if result != okExact || s.opt.NeedUID {
+		switch err := r.Status(&w.ss); err {
+		case nil:
+		case proc.ErrGone:
+			return skipGone
+		default:
+			return skipBroken
+		}
+		if !w.ss.HasMM {
+			return skipKernel
+		}
+		p.UID, p.UIDKnown = w.ss.UID, true
+		if result != okExact {
+			setEstimate(p, &w.ss)
+		}
+	}
+
+	link, err := r.Exe(w.link[:0])
+	if err == nil {
+		if bytes.HasSuffix(link, []byte(" (deleted)")) {
+			link = link[:len(link)-len(" (deleted)")]
+			// A program run from a memfd (a sealed container runtime
+			// binary) is always "deleted"; only a file that was on disk
+			// can have been upgraded under a running process.
+			p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+		}
+		p.Exe = w.intern(basename(link))
+	}
+	if isInterpreter(p.Exe) {
+		if cl, err := r.Cmdline(); err == nil {
+			p.Script = w.intern(scriptOf(p.Exe, cl))
+		}
+	}
+	if s.opt.NeedCgroup {
+		if cg, err := r.Cgroup(); err == nil {
+			p.Cgroup = w.intern(cg)
+		}
+	}
+	return result
+}
+
+// setExact fills p's figures from smaps_rollup. Hugetlb pages are not in
+// Pss, so private huge pages are added to RAM and Private; shared huge
+// pages cannot be divided among their users and are left out (the
+// --system footer shows the host's huge page pools).
+func setExact(p *Process, ru *proc.Rollup) {
+	p.Accuracy = Exact
+	p.RAM = ru.Pss + ru.PrivateHugetlb
+	p.Private = ru.PrivateClean + ru.PrivateDirty + ru.PrivateHugetlb
+	// Private pages are counted in full in Pss, so Private <= RAM; the
+	// guard keeps a kernel oddity from wrapping the unsigned subtraction.
+	if p.Private > p.RAM {
+		p.Private = p.RAM
+	}
+	p.Shared = p.RAM - p.Private
+	if ru.HasSwapPss {
+		p.Swap = ru.SwapPss
+	} else {
+		p.Swap = ru.Swap
+		p.SwapPssMissing = true
+	}
+}
+
+// setEstimate fills p's figures from status: RSS counts every shared page
+// in full, so sums over processes overstate Shared and RAM.
+func setEstimate(p *Process, ss *proc.Status) {
+	p.Accuracy = Estimate
+	p.RAM = ss.VmRSS
+	p.Private = ss.RssAnon
+	p.Shared = ss.RssFile + ss.RssShmem
+	if p.Private+p.Shared != p.RAM {
+		// Kernels before 4.5 have no RssAnon/RssFile/RssShmem split.
+		if p.Private > p.RAM {
+			p.Private = p.RAM
+		}
+		p.Shared = p.RAM - p.Private
+	}
+	p.Swap = ss.VmSwap
+	p.SwapPssMissing = true
+}
+
+// intern returns b as a string, sharing one copy per distinct value so
+// that repeated scans do not allocate names again.
+func (w *worker) intern(b []byte) string {
+	if s, ok := w.names[string(b)]; ok {
+		return s
+	}
+	if len(w.names) > 1<<16 {
+		clear(w.names)
+	}
+	s := string(b)
+	w.names[s] = s
+	return s
+}
+
+func basename(b []byte) []byte {
+	if i := bytes.LastIndexByte(b, '/'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}

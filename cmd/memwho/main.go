@@ -1,0 +1,113 @@
+// Command memwho reports who is using RAM and swap: proportional set size
+// per program, process, user or cgroup.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set by release builds with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command could not do its work
+	exitUsage   = 2 // the command line was wrong
+)
+
+// usageError is a mistake on the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// run is main without os.Exit, so that tests can call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd, rest := "report", args
+	if len(args) > 0 {
+		switch args[0] {
+		case "report":
+			cmd, rest = "report", args[1:]
+		case "version", "--version", "-version":
+			fmt.Fprintln(stdout, "memwho", buildVersion())
+			return exitOK
+		case "help":
+			fmt.Fprint(stdout, reportUsage)
+			return exitOK
+		}
+	}
+	var err error
+	switch cmd {
+	case "report":
+		err = runReport(ctx, rest, stdout, stderr)
+	}
+	return exitCode(err, stderr)
+}
+
+// exitCode prints err as one "memwho: error:" line (plus hints) and maps
+// it to an exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	if errors.Is(err, errFlagParse) {
+		// The flag package has printed its own message.
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "memwho: error: %s\n", sanitizeMessage(err.Error()))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "memwho: hint: see 'memwho --help'")
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// sanitizeMessage keeps error text on one line: errors can quote user input
+// and process names.
+func sanitizeMessage(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c < 0x20 || c == 0x7f:
+			b = append(b, fmt.Sprintf(`\x%02x`, c)...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"regexp"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+const reportUsage = `Usage: memwho [report] [flags]
+
+Shows who uses RAM and swap: one row per program with its private and
+shared memory (proportional set size, PSS) and swap (SwapPss), sorted so
+that the largest sits last, above the total.
+
+Flags:
+  --by KEY          group by program (default), pid, user or cgroup
+  --filter REGEX    keep groups whose name matches REGEX (Go syntax)
+  -p, --pid PIDS    only these processes (comma-separated)
+  -u, --user USER   only processes of USER (name or uid)
+  --sort COL        ram (default), private, shared, swap, count or name
+  --reverse         largest first
+  --top N           keep the N largest groups by the sort column
+  -t, --total       print only the total RAM used, in bytes
+  -S, --swap        accepted for ps_mem compatibility: swap is always shown
+  --system          compare the total with /proc/meminfo
+  --json            JSON output (bytes, with an accuracy flag per value)
+  --csv             CSV output (bytes, with an accuracy flag per value)
+  --fast            read only /proc/PID/status: RSS-based estimates, no
+                    page-table walk
+  --proc DIR        read the procfs tree at DIR (default /proc)
+  --cpuprofile FILE write a CPU profile of the run to FILE
+  --memprofile FILE write a heap profile at the end of the run to FILE
+  --version         print the version
+
+Figures are exact when memwho may read /proc/PID/smaps_rollup (as root, or
+with CAP_SYS_PTRACE) and RSS-based estimates, marked as such, otherwise.
+NO_COLOR is respected.
+
+Examples:
+  memwho                       per-program table
+  memwho --by user --system    per user, set against /proc/meminfo
+  memwho --filter '^postgres' --json
+  memwho -p 1234,5678 -t
+  memwho --by cgroup --sort swap --reverse --top 10
+`
+
+// Sentinels for flag-package outcomes that have already been reported.
+var (
+	errHelp      = errors.New("help requested")
+	errFlagParse = errors.New("flag parse error")
+)
+
+type reportFlags struct {
+	by, filter, pids, user, sortCol string
+	reverse, total, swap, system    bool
+	json, csv, fast                 bool
+	top                             int
+	procDir                         string
+	cpuprofile, memprofile          string
+}
+
+func (f *reportFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.by, "by", "program", "")
+	fs.StringVar(&f.filter, "filter", "", "")
+	fs.StringVar(&f.pids, "p", "", "")
+	fs.StringVar(&f.pids, "pid", "", "")
+	fs.StringVar(&f.user, "u", "", "")
+	fs.StringVar(&f.user, "user", "", "")
+	fs.StringVar(&f.sortCol, "sort", "ram", "")
+	fs.BoolVar(&f.reverse, "reverse", false, "")
+	fs.IntVar(&f.top, "top", 0, "")
+	fs.BoolVar(&f.total, "t", false, "")
+	fs.BoolVar(&f.total, "total", false, "")
+	fs.BoolVar(&f.swap, "S", false, "")
+	fs.BoolVar(&f.swap, "swap", false, "")
+	fs.BoolVar(&f.system, "system", false, "")
+	fs.BoolVar(&f.json, "json", false, "")
+	fs.BoolVar(&f.csv, "csv", false, "")
+	fs.BoolVar(&f.fast, "fast", false, "")
+	fs.StringVar(&f.procDir, "proc", "/proc", "")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
+	fs.StringVar(&f.memprofile, "memprofile", "", "")
+}
+
+// reportPlan is the validated form of the flags.
+type reportPlan struct {
+	by      sample.By
+	sortKey sample.SortKey
+	filter  *regexp.Regexp
+	pids    []int
+	uid     uint32
+	hasUID  bool
+}
+
+func (f *reportFlags) plan() (*reportPlan, error) {
+	p := &reportPlan{}
+	var err error
+	if p.by, err = sample.ParseBy(f.by); err != nil {
+		return nil, usagef("--by: %v", err)
+	}
+	if p.sortKey, err = sample.ParseSort(f.sortCol); err != nil {
+		return nil, usagef("--sort: %v", err)
+	}
+	if f.filter != "" {
+		if p.filter, err = regexp.Compile(f.filter); err != nil {
+			return nil, usagef("--filter: bad regular expression: %v", errors.Unwrap(err))
+		}
+	}
+	if f.pids != "" {
+		for _, s := range strings.Split(f.pids, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return nil, usagef("-p: %q is not a process id", s)
+			}
+			p.pids = append(p.pids, n)
+		}
+		slices.Sort(p.pids)
+		p.pids = slices.Compact(p.pids)
+	}
+	if f.user != "" {
+		u, err := lookupUser(f.user)
+		if err != nil {
+			return nil, usagef("-u: %v", err)
+		}
+		p.uid, p.hasUID = u, true
+	}
+	if f.top < 0 {
+		return nil, usagef("--top: must not be negative")
+	}
+	if f.json && f.csv {
+		return nil, usagef("--json and --csv exclude each other")
+	}
+	if f.total && (f.json || f.csv) {
+		return nil, usagef("--total prints one number; it excludes --json and --csv")
+	}
+	if st, err := os.Stat(f.procDir); err != nil {
+		return nil, usagef("--proc: %v", unwrapPath(err))
+	} else if !st.IsDir() {
+		return nil, usagef("--proc: %s is not a directory", f.procDir)
+	}
+	return p, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+func lookupUser(s string) (uint32, error) {
+	if u, err := user.Lookup(s); err == nil {
+		n, err := strconv.ParseUint(u.Uid, 10, 32)
+		return uint32(n), err
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	return 0, fmt.Errorf("unknown user %q", s)
+}
+
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("memwho", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, reportUsage) }
+	var f reportFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, reportUsage)
+			return errHelp
+		}
+		return errFlagParse
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	plan, err := f.plan()
+	if err != nil {
+		return err
+	}
+
+	if f.cpuprofile != "" {
+		pf, err := createOutput(f.cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	sc, err := sample.NewScanner(sample.Options{
+		Root:       f.procDir,
+		Fast:       f.fast,
+		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
+		NeedCgroup: plan.by == sample.ByCgroup,
+		PIDs:       plan.pids,
+	})
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	var snap sample.Snapshot
+	if err := sc.Scan(&snap); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	procs := snap.Procs
+	if plan.hasUID {
+		procs = slices.DeleteFunc(procs, func(p sample.Process) bool { return p.UID != plan.uid })
+	}
+	var users sample.Users
+	groups := sample.GroupProcs(procs, plan.by, &users)
+	groups = sample.Filter(groups, plan.filter)
+	sample.Sort(groups, plan.sortKey, f.reverse)
+	groups = sample.Top(groups, f.top, f.reverse)
+	total := sample.Total(groups)
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	opt := report.Options{
+		By:        plan.by.String(),
+		KeyHeader: keyHeader(plan.by),
+		ShowCount: plan.by != sample.ByPID,
+		Color:     useColor(stdout),
+		System:    f.system,
+	}
+	switch {
+	case f.total:
+		err = report.TotalLine(w, total)
+	case f.json:
+		err = report.JSON(w, groups, total, &snap, opt)
+	case f.csv:
+		err = report.CSV(w, groups, total, &snap, opt)
+	default:
+		err = report.Table(w, groups, total, &snap, opt)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	warn(stderr, &snap, f.fast)
+
+	if f.memprofile != "" {
+		mf, err := createOutput(f.memprofile)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		defer mf.Close()
+		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+	}
+	return nil
+}
+
+// createOutput creates a file the user asked us to write.
+func createOutput(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+func keyHeader(by sample.By) string {
+	switch by {
+	case sample.ByPID:
+		return "Program [PID]"
+	case sample.ByUser:
+		return "User"
+	case sample.ByCgroup:
+		return "Cgroup"
+	}
+	return "Program"
+}
+
+// useColor follows https://no-color.org and colours only terminals.
+func useColor(w io.Writer) bool {
+	if v, ok := os.LookupEnv("NO_COLOR"); ok && v != "" {
+		return false
+	}
+	if os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// warn reports, once each, what made figures less than exact.
+func warn(stderr io.Writer, snap *sample.Snapshot, fast bool) {
+	if snap.Denied > 0 && !fast {
+		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
+			snap.Denied, len(snap.Procs))
+		fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
+	}
+	if snap.Malformed > 0 {
+		fmt.Fprintf(stderr, "memwho: warning: %d processes had an unreadable smaps_rollup; their figures are RSS-based estimates\n", snap.Malformed)
+	}
+	if snap.Broken > 0 {
+		fmt.Fprintf(stderr, "memwho: warning: %d processes skipped: their stat or status could not be parsed\n", snap.Broken)
+	}
+}

@@ -1,0 +1,161 @@
+package sample
+
+import (
+	"bytes"
+	"strings"
+)
+
+// ProgramName chooses the name a process is grouped under by default.
+// The rules, in order (documented in the README):
+//
+//  1. An interpreter running a script is named "SCRIPT [INTERPRETER]",
+//     for example "backup.sh [bash]" or "app.py [python3.11]", whether the
+//     script was started through its #! line or as "python3 app.py".
+//  2. When the executable's basename starts with the task name, the
+//     basename is used: the kernel truncates task names to 15 bytes, the
+//     link is not truncated.
+//  3. When the parent runs the same executable, the executable's basename
+//     is used, so helper processes that rename themselves ("Web Content"
+//     under firefox) count with their program.
+//  4. Otherwise the task name (comm) is used: the executable could not be
+//     read (another user's process without privilege) or the process
+//     chose its own name.
+//
+// A program whose executable was deleted or replaced since it started
+// (an upgrade not yet restarted) gets " [deleted]" appended.
+func ProgramName(p *Process, parentExe string) string {
+	var name string
+	switch {
+	case p.Script != "" && p.Exe != "":
+		name = p.Script + " [" + p.Exe + "]"
+	case p.Exe != "" && strings.HasPrefix(p.Exe, p.Comm):
+		name = p.Exe
+	case p.Exe != "" && p.Exe == parentExe:
+		name = p.Exe
+	default:
+		name = p.Comm
+	}
+	if p.ExeDeleted && p.Exe != "" {
+		name += " [deleted]"
+	}
+	return name
+}
+
+// nameAll sets Name on every process, looking up parents in procs.
+func (s *Scanner) nameAll(procs []Process) {
+	clear(s.byPID)
+	for i := range procs {
+		s.byPID[procs[i].PID] = i
+	}
+	for i := range procs {
+		p := &procs[i]
+		parentExe := ""
+		if j, ok := s.byPID[p.PPID]; ok {
+			parentExe = procs[j].Exe
+		}
+		p.Name = s.internName(ProgramName(p, parentExe), p)
+	}
+}
+
+// internName avoids keeping a fresh copy of the common case, where the
+// name is one of the process's own (already interned) strings.
+func (s *Scanner) internName(name string, p *Process) string {
+	switch name {
+	case p.Exe:
+		return p.Exe
+	case p.Comm:
+		return p.Comm
+	}
+	return name
+}
+
+// interpreters are executables that run a script named on their command
+// line; the prefix match covers versioned names (python3.11, perl5.36).
+var interpreters = []string{
+	"python", "pypy", "perl", "ruby", "node", "nodejs", "php", "lua",
+	"bash", "sh", "dash", "zsh", "ksh", "fish", "tclsh", "Rscript", "deno", "bun",
+}
+
+func isInterpreter(exe string) bool {
+	if exe == "" {
+		return false
+	}
+	for _, i := range interpreters {
+		if strings.HasPrefix(exe, i) {
+			rest := exe[len(i):]
+			// Accept "python", "python3", "python3.11", not "shred" or
+			// "nodemon".
+			if strings.Trim(rest, "0123456789.") == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scriptOf returns the basename of the script an interpreter runs, given
+// its NUL-separated command line, or nil when it runs none (an
+// interactive shell, "python3 -c ...", a REPL). For "python3 -m mod" it
+// returns "mod".
+func scriptOf(exe string, cmdline []byte) []byte {
+	args := cmdline
+	first := true
+	for len(args) > 0 {
+		end := bytes.IndexByte(args, 0)
+		if end < 0 {
+			end = len(args)
+		}
+		arg := args[:end]
+		if end < len(args) {
+			args = args[end+1:]
+		} else {
+			args = nil
+		}
+		if first {
+			// argv[0] is the interpreter itself.
+			first = false
+			continue
+		}
+		if len(arg) == 0 {
+			continue
+		}
+		if arg[0] != '-' {
+			// A script read from an inherited descriptor has no name
+			// worth showing ("bash /dev/fd/3").
+			if bytes.HasPrefix(arg, []byte("/dev/fd/")) || bytes.HasPrefix(arg, []byte("/proc/self/fd/")) {
+				return nil
+			}
+			return basename(arg)
+		}
+		switch string(arg) {
+		case "-c", "-e", "--eval", "-p", "--print", "-":
+			// Code on the command line or from stdin: no script.
+			return nil
+		case "-m":
+			if strings.HasPrefix(exe, "python") || strings.HasPrefix(exe, "pypy") {
+				end := bytes.IndexByte(args, 0)
+				if end < 0 {
+					end = len(args)
+				}
+				return args[:end]
+			}
+		case "-W", "-X", "-r", "--require":
+			// Options that take the next argument as their value.
+			end := bytes.IndexByte(args, 0)
+			if end < 0 {
+				return nil
+			}
+			args = args[end+1:]
+		case "--":
+			end := bytes.IndexByte(args, 0)
+			if end < 0 {
+				end = len(args)
+			}
+			if end == 0 {
+				return nil
+			}
+			return basename(args[:end])
+		}
+	}
+	return nil
+}
