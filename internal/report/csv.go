@@ -1,0 +1,67 @@
+package report
+
+import (
+	"bufio"
+	"encoding/csv"
+	"io"
+	"strconv"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// CSVHeader is the first record CSV writes; the columns never change
+// order within schema memwho.report/v1.
+var CSVHeader = []string{"kind", "key", "count", "ram_bytes", "private_bytes", "shared_bytes", "swap_bytes", "accuracy", "swap_source"}
+
+// CSV writes the header record, one "group" record per group in the order
+// given and a final "total" record (key "total"), in RFC 4180 form as
+// encoding/csv writes it (LF line ends, fields quoted when needed).
+// Sizes are integer bytes; accuracy and swap_source are as in JSON.
+//
+// The key is written in its Sanitize form, not raw: that keeps every
+// record on one line and the file safe to print, survives encoding/csv's
+// CR LF folding inside quoted fields, and stays exact (undo the escapes
+// listed at Sanitize). Plain names are unchanged.
+//
+// Keys starting with = + - or @ are left as they are: the file is data,
+// not a spreadsheet, and rewriting them would change names such as
+// "-bash". Import it into a spreadsheet with the key column as text.
+//
+// CSV has no room for the system footer or the skipped counts; opt is
+// unused and there for symmetry with Table and JSON.
+func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	rec := make([]string, len(CSVHeader))
+	var key []byte
+	for i := range groups {
+		key = Sanitize(key[:0], groups[i].Key)
+		if err := cw.Write(csvRecord(rec, "group", string(key), &groups[i])); err != nil {
+			return err
+		}
+	}
+	if err := cw.Write(csvRecord(rec, "total", "total", &total)); err != nil {
+		return err
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func csvRecord(rec []string, kind, key string, g *sample.Group) []string {
+	rec[0] = kind
+	rec[1] = key
+	rec[2] = strconv.Itoa(g.Count)
+	rec[3] = strconv.FormatUint(g.RAM, 10)
+	rec[4] = strconv.FormatUint(g.Private, 10)
+	rec[5] = strconv.FormatUint(g.Shared, 10)
+	rec[6] = strconv.FormatUint(g.Swap, 10)
+	rec[7] = g.Accuracy().String()
+	rec[8] = swapSource(g)
+	return rec
+}

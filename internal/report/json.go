@@ -1,0 +1,205 @@
+package report
+
+import (
+	"encoding/base64"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// Schema is the value of the "schema" member of JSON output. It changes
+// only when a member is removed or changes meaning; new members may be
+// added within a version.
+const Schema = "memwho.report/v1"
+
+// JSON writes one JSON object and a newline. Every size is an integer
+// number of bytes. Members, in this order:
+//
+//	schema               "memwho.report/v1"
+//	time                 snapshot time, RFC 3339 in UTC, whole seconds
+//	                     (year 1 when snap is nil)
+//	by                   opt.By ("program", "pid", "user", "cgroup")
+//	groups               array of group objects, in the order given
+//	total                a group object for the total, key "total"
+//	system               present only with opt.System and snap.MeminfoOK:
+//	                     mem_total_bytes, mem_free_bytes,
+//	                     mem_available_bytes, buffers_bytes, cached_bytes,
+//	                     shmem_bytes, hugetlb_bytes, swap_total_bytes,
+//	                     swap_free_bytes (as in /proc/meminfo);
+//	                     host_used_bytes (MemTotal - MemAvailable),
+//	                     swap_used_bytes (SwapTotal - SwapFree),
+//	                     not_in_process_bytes (host_used_bytes - total
+//	                     ram_bytes; signed, may be negative)
+//	skipped              processes left out: {"gone": exited during the
+//	                     scan, "kernel": kernel threads and zombies,
+//	                     "broken": stat or status unparsable}
+//	denied_processes     processes whose exact figures were not permitted
+//	malformed_processes  processes whose smaps_rollup was unparsable
+//	estimated_processes  processes with status-based estimates in the total
+//
+// A group object has key, key_base64 (only when needed, see below),
+// count, pids (array, ascending), ram_bytes, private_bytes, shared_bytes,
+// swap_bytes, accuracy ("exact", or "estimate" when any process's figures
+// came from /proc/PID/status) and swap_source ("swap_pss", or "swap" when
+// some swap was counted in full).
+//
+// The key is the exact raw name when it is valid UTF-8; control
+// characters, C1 controls, bidi controls and U+2028/U+2029 are written as
+// \uXXXX JSON escapes, so the output is safe to print and decodes to the
+// exact name. A key that is not valid UTF-8 cannot be a JSON string: then
+// "key" holds the Sanitize form (for display) and "key_base64" the exact
+// bytes in standard base64. Consumers wanting exact bytes use key_base64
+// when present, key otherwise.
+func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
+	if snap == nil {
+		snap = new(sample.Snapshot)
+	}
+	buf := make([]byte, 0, 200*(len(groups)+2)+512)
+	buf = append(buf, `{"schema":`...)
+	buf = appendJSONString(buf, Schema)
+	buf = append(buf, `,"time":`...)
+	buf = appendJSONString(buf, snap.Time.UTC().Format(time.RFC3339))
+	buf = append(buf, `,"by":`...)
+	buf = appendJSONString(buf, opt.by())
+	buf = append(buf, `,"groups":[`...)
+	for i := range groups {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONGroup(buf, &groups[i])
+	}
+	buf = append(buf, `],"total":`...)
+	total.Key = "total" // whatever the caller left there, as in CSV
+	buf = appendJSONGroup(buf, &total)
+	if opt.System && snap.MeminfoOK {
+		m := &snap.Meminfo
+		buf = append(buf, `,"system":{`...)
+		buf = appendJSONUint(buf, "mem_total_bytes", m.MemTotal, false)
+		buf = appendJSONUint(buf, "mem_free_bytes", m.MemFree, true)
+		buf = appendJSONUint(buf, "mem_available_bytes", m.MemAvailable, true)
+		buf = appendJSONUint(buf, "buffers_bytes", m.Buffers, true)
+		buf = appendJSONUint(buf, "cached_bytes", m.Cached, true)
+		buf = appendJSONUint(buf, "shmem_bytes", m.Shmem, true)
+		buf = appendJSONUint(buf, "hugetlb_bytes", m.Hugetlb, true)
+		buf = appendJSONUint(buf, "swap_total_bytes", m.SwapTotal, true)
+		buf = appendJSONUint(buf, "swap_free_bytes", m.SwapFree, true)
+		buf = appendJSONUint(buf, "host_used_bytes", hostUsed(m), true)
+		buf = appendJSONUint(buf, "swap_used_bytes", swapUsed(m), true)
+		buf = append(buf, `,"not_in_process_bytes":`...)
+		buf = strconv.AppendInt(buf, notInProcess(m, total.RAM), 10)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `,"skipped":{`...)
+	buf = appendJSONInt(buf, "gone", snap.Gone, false)
+	buf = appendJSONInt(buf, "kernel", snap.Kernel, true)
+	buf = appendJSONInt(buf, "broken", snap.Broken, true)
+	buf = append(buf, '}')
+	buf = appendJSONInt(buf, "denied_processes", snap.Denied, true)
+	buf = appendJSONInt(buf, "malformed_processes", snap.Malformed, true)
+	buf = appendJSONInt(buf, "estimated_processes", total.Estimated, true)
+	buf = append(buf, "}\n"...)
+	_, err := w.Write(buf)
+	return err
+}
+
+func appendJSONGroup(buf []byte, g *sample.Group) []byte {
+	buf = append(buf, `{"key":`...)
+	if utf8.ValidString(g.Key) {
+		buf = appendJSONString(buf, g.Key)
+	} else {
+		buf = append(buf, '"')
+		buf = appendJSONStringBody(buf, string(Sanitize(nil, g.Key)))
+		buf = append(buf, `","key_base64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, []byte(g.Key))
+		buf = append(buf, '"')
+	}
+	buf = appendJSONInt(buf, "count", g.Count, true)
+	buf = append(buf, `,"pids":[`...)
+	for i, pid := range g.PIDs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(pid), 10)
+	}
+	buf = append(buf, ']')
+	buf = appendJSONUint(buf, "ram_bytes", g.RAM, true)
+	buf = appendJSONUint(buf, "private_bytes", g.Private, true)
+	buf = appendJSONUint(buf, "shared_bytes", g.Shared, true)
+	buf = appendJSONUint(buf, "swap_bytes", g.Swap, true)
+	buf = append(buf, `,"accuracy":`...)
+	buf = appendJSONString(buf, g.Accuracy().String())
+	buf = append(buf, `,"swap_source":`...)
+	buf = appendJSONString(buf, swapSource(g))
+	return append(buf, '}')
+}
+
+// appendJSONUint appends "name":n, preceded by a comma when comma is set.
+// name must need no escaping.
+func appendJSONUint(buf []byte, name string, n uint64, comma bool) []byte {
+	if comma {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, '"')
+	buf = append(buf, name...)
+	buf = append(buf, `":`...)
+	return strconv.AppendUint(buf, n, 10)
+}
+
+func appendJSONInt(buf []byte, name string, n int, comma bool) []byte {
+	if comma {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, '"')
+	buf = append(buf, name...)
+	buf = append(buf, `":`...)
+	return strconv.AppendInt(buf, int64(n), 10)
+}
+
+// appendJSONString appends s, which must be valid UTF-8, as a quoted JSON
+// string.
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	buf = appendJSONStringBody(buf, s)
+	return append(buf, '"')
+}
+
+// appendJSONStringBody escapes the quote, the backslash, C0 controls and
+// DEL, and the runes Sanitize escapes (C1, bidi controls, U+2028/U+2029),
+// all as \uXXXX except \" and \\. The JSON decodes to exactly s; the
+// escapes only keep the raw text harmless on a terminal.
+func appendJSONStringBody(buf []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != 0x7f && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			default:
+				buf = append(buf, `\u00`...)
+				buf = append(buf, hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unsafeRune(r) {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u',
+				hexDigits[r>>12&0xf], hexDigits[r>>8&0xf],
+				hexDigits[r>>4&0xf], hexDigits[r&0xf])
+			start = i + size
+		}
+		i += size
+	}
+	return append(buf, s[start:]...)
+}

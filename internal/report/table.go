@@ -1,0 +1,278 @@
+package report
+
+import (
+	"io"
+	"strconv"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// Column widths of the table, in bytes (all ASCII). A figure is at most
+// "1023.9 KiB" (10 bytes); RAM and swap reserve one more for a marker.
+const (
+	numWidth    = 10
+	markedWidth = numWidth + 1
+	minProcs    = len("Procs")
+)
+
+// Markers set before a figure in the table, explained by a legend line.
+const (
+	// markEstimate marks RAM and swap of groups holding status-based
+	// estimates (sample.Estimate).
+	markEstimate = '~'
+	// markSwapFull marks swap counted in full for want of SwapPss.
+	markSwapFull = '*'
+)
+
+const (
+	dim   = "\x1b[2m"
+	reset = "\x1b[0m"
+)
+
+// Table writes groups as a ps_mem-style table, one row per group in the
+// order given, then a rule, the total row and, when any figure is not
+// exact, a legend line per marker. With opt.System and snap.MeminfoOK it
+// adds the system footer. Sizes are in binary units (KiB = 1024 bytes)
+// with one decimal; names are escaped with Sanitize. The whole table is
+// built in memory and written with one Write call.
+//
+// snap may be nil; it supplies the meminfo figures and the counts of
+// denied and malformed processes that explain estimates.
+func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
+	t := table{opt: opt, procsW: minProcs}
+	if opt.ShowCount {
+		t.procsW = max(t.procsW, decimalLen(total.Count))
+		for i := range groups {
+			t.procsW = max(t.procsW, decimalLen(groups[i].Count))
+		}
+	}
+	// About 80 bytes a row; names longer than that grow the buffer once
+	// or twice.
+	buf := make([]byte, 0, 80*(len(groups)+4)+512)
+
+	buf = t.header(buf)
+	estimated, swapFull := total.Estimated > 0, swapMarked(&total)
+	for i := range groups {
+		g := &groups[i]
+		estimated = estimated || g.Estimated > 0
+		swapFull = swapFull || swapMarked(g)
+		buf = t.row(buf, g, false)
+	}
+	buf = t.rule(buf)
+	buf = t.row(buf, &total, true)
+
+	if estimated {
+		buf = t.mark(buf, markEstimate)
+		buf = append(buf, " estimate from /proc/PID/status (RSS; shared pages counted in full by each process): "...)
+		switch {
+		case opt.Fast:
+			buf = append(buf, "exact figures were not read (--fast)"...)
+		case snap != nil && (snap.Denied > 0 || snap.Malformed > 0):
+			if snap.Denied > 0 {
+				buf = append(buf, "permission denied for the page-table walk (smaps_rollup); run as root for exact figures"...)
+			}
+			if snap.Denied > 0 && snap.Malformed > 0 {
+				buf = append(buf, "; "...)
+			}
+			if snap.Malformed > 0 {
+				buf = append(buf, "smaps_rollup could not be parsed"...)
+			}
+		default:
+			buf = append(buf, "smaps_rollup could not be read"...)
+		}
+		buf = append(buf, '\n')
+	}
+	if swapFull {
+		buf = t.mark(buf, markSwapFull)
+		buf = append(buf, " swap counted in full: no SwapPss on this kernel, so swapped pages shared between processes count once per process\n"...)
+	}
+	if opt.System && snap != nil && snap.MeminfoOK {
+		buf = t.system(buf, &total, &snap.Meminfo)
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// table holds the layout chosen for one call of Table.
+type table struct {
+	opt    Options
+	procsW int // width of the Procs column
+}
+
+func (t *table) header(buf []byte) []byte {
+	buf = padLeft(buf, "Private", numWidth)
+	buf = append(buf, "  +  "...)
+	buf = padLeft(buf, "Shared", numWidth)
+	buf = append(buf, "  =  "...)
+	buf = padLeft(buf, "RAM used", markedWidth)
+	buf = append(buf, "  "...)
+	buf = padLeft(buf, "Swap", markedWidth)
+	if t.opt.ShowCount {
+		buf = append(buf, "  "...)
+		buf = padLeft(buf, "Procs", t.procsW)
+	}
+	buf = append(buf, "  "...)
+	buf = Sanitize(buf, t.opt.keyHeader())
+	return append(buf, '\n')
+}
+
+// rule is a line of dashes as wide as the header.
+func (t *table) rule(buf []byte) []byte {
+	n := 2*numWidth + 2*len("  +  ") + 2*markedWidth + 2
+	if t.opt.ShowCount {
+		n += 2 + t.procsW
+	}
+	n += 2 + len(t.opt.keyHeader())
+	for range n {
+		buf = append(buf, '-')
+	}
+	return append(buf, '\n')
+}
+
+// row writes one group, or the total (figures for private and shared left
+// out, as ps_mem does, and the name "total").
+func (t *table) row(buf []byte, g *sample.Group, isTotal bool) []byte {
+	if isTotal {
+		buf = appendSpaces(buf, 2*numWidth+2*len("  +  "))
+	} else {
+		buf = t.cell(buf, 0, g.Private, numWidth)
+		buf = append(buf, "  +  "...)
+		buf = t.cell(buf, 0, g.Shared, numWidth)
+		buf = append(buf, "  =  "...)
+	}
+	ramMark, swapMark := marks(g)
+	buf = t.cell(buf, ramMark, g.RAM, markedWidth)
+	buf = append(buf, "  "...)
+	buf = t.cell(buf, swapMark, g.Swap, markedWidth)
+	if t.opt.ShowCount {
+		buf = append(buf, "  "...)
+		var tmp [24]byte
+		buf = padLeftBytes(buf, strconv.AppendInt(tmp[:0], int64(g.Count), 10), t.procsW)
+	}
+	buf = append(buf, "  "...)
+	if isTotal {
+		buf = append(buf, "total"...)
+	} else {
+		buf = Sanitize(buf, g.Key)
+	}
+	return append(buf, '\n')
+}
+
+// marks returns the markers for g's RAM and swap figures (0 for none).
+// A swap of 0 B is exact however it was read, so it is never marked.
+func marks(g *sample.Group) (ram, swap byte) {
+	if g.Estimated > 0 {
+		ram = markEstimate
+		if g.Swap > 0 {
+			swap = markEstimate
+		}
+		return ram, swap
+	}
+	if swapMarked(g) {
+		swap = markSwapFull
+	}
+	return 0, swap
+}
+
+// swapMarked reports whether g's swap figure gets markSwapFull.
+func swapMarked(g *sample.Group) bool {
+	return g.Estimated == 0 && g.SwapPssMissing && g.Swap > 0
+}
+
+// cell writes n bytes in human units right-aligned in width, preceded by
+// mark when mark is not 0.
+func (t *table) cell(buf []byte, mark byte, n uint64, width int) []byte {
+	var tmp [24]byte
+	num := HumanBytes(tmp[:0], n)
+	if mark == 0 {
+		return padLeftBytes(buf, num, width)
+	}
+	buf = appendSpaces(buf, width-len(num)-1)
+	buf = t.mark(buf, mark)
+	return append(buf, num...)
+}
+
+// mark writes a marker character, dimmed when colour is on.
+func (t *table) mark(buf []byte, mark byte) []byte {
+	if t.opt.Color {
+		buf = append(buf, dim...)
+		buf = append(buf, mark)
+		return append(buf, reset...)
+	}
+	return append(buf, mark)
+}
+
+// Layout of the system footer: a label padded to labelWidth, then the
+// figure right-aligned in markedWidth, then an optional note.
+const labelWidth = 38
+
+// system writes the footer that sets the processes' total against
+// /proc/meminfo. The point is the "not in any process" line: the part of
+// host memory that no per-process sum can attribute.
+func (t *table) system(buf []byte, total *sample.Group, m *sample.Meminfo) []byte {
+	procMark, procSwapMark := marks(total)
+	buf = append(buf, "\nSystem (/proc/meminfo)\n"...)
+	buf = t.sysLine(buf, "total RAM (MemTotal)", 0, m.MemTotal)
+	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", 0, hostUsed(m))
+	buf = t.sysLine(buf, "used by processes (PSS)", procMark, total.RAM)
+
+	diff := notInProcess(m, total.RAM)
+	buf = append(buf, "  "...)
+	buf = padRight(buf, "not in any process", labelWidth)
+	var tmp [24]byte
+	buf = padLeftBytes(buf, appendSignedBytes(tmp[:0], diff), markedWidth)
+	if diff >= 0 {
+		buf = append(buf, "  kernel, slab, page tables, huge page pools, page cache and shmem/tmpfs not mapped by any process\n"...)
+	} else {
+		// See notInProcess: mapped page cache is both in the
+		// processes' PSS and in MemAvailable.
+		buf = append(buf, "  negative: page cache mapped by processes is reclaimable and counted as available\n"...)
+	}
+
+	buf = t.sysLine(buf, "shared memory and tmpfs (Shmem)", 0, m.Shmem)
+	buf = t.sysLine(buf, "huge page pools (Hugetlb)", 0, m.Hugetlb)
+	buf = t.sysLine(buf, "swap total (SwapTotal)", 0, m.SwapTotal)
+	buf = t.sysLine(buf, "swap used (SwapTotal - SwapFree)", 0, swapUsed(m))
+	buf = t.sysLine(buf, "swap used by processes", procSwapMark, total.Swap)
+	return buf
+}
+
+func (t *table) sysLine(buf []byte, label string, mark byte, n uint64) []byte {
+	buf = append(buf, "  "...)
+	buf = padRight(buf, label, labelWidth)
+	buf = t.cell(buf, mark, n, markedWidth)
+	return append(buf, '\n')
+}
+
+func appendSpaces(buf []byte, n int) []byte {
+	for ; n > 0; n-- {
+		buf = append(buf, ' ')
+	}
+	return buf
+}
+
+func padLeft(buf []byte, s string, width int) []byte {
+	return append(appendSpaces(buf, width-len(s)), s...)
+}
+
+func padLeftBytes(buf, s []byte, width int) []byte {
+	return append(appendSpaces(buf, width-len(s)), s...)
+}
+
+func padRight(buf []byte, s string, width int) []byte {
+	return appendSpaces(append(buf, s...), width-len(s))
+}
+
+// decimalLen is the number of bytes strconv.Itoa(n) would produce.
+func decimalLen(n int) int {
+	l := 1
+	if n < 0 {
+		l++
+		n = -n
+	}
+	for n >= 10 {
+		n /= 10
+		l++
+	}
+	return l
+}
