@@ -241,6 +241,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		By:        plan.by.String(),
 		KeyHeader: keyHeader(plan.by),
 		ShowCount: plan.by != sample.ByPID,
+		Fast:      f.fast,
 		Color:     useColor(stdout),
 		System:    f.system,
 	}

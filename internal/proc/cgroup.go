@@ -20,14 +20,14 @@ func (r *Reader) Cgroup() ([]byte, error) {
 // ("0::path"), else systemd's named v1 hierarchy. It returns ErrMalformed
 // when no line qualifies.
 func CgroupPath(b []byte) ([]byte, error) {
+	// The file must end with a complete line; a cut path would name
+	// another cgroup.
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		return nil, ErrMalformed
+	}
 	var unified, systemd []byte
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
-		if nl < 0 {
-			// The last line must be complete; a cut path would name
-			// another cgroup.
-			return nil, ErrMalformed
-		}
 		line := b[:nl]
 		b = b[nl+1:]
 		c1 := bytes.IndexByte(line, ':')

@@ -197,3 +197,16 @@ func (r *Reader) Exe(dst []byte) ([]byte, error) {
 func (r *Reader) Cmdline() ([]byte, error) {
 	return r.readTaskFile("cmdline\x00")
 }
+
+// Comm reads /proc/PID/comm of the open process: the raw task name, without
+// the newline the kernel appends. The result aliases the Reader's buffer.
+func (r *Reader) Comm() ([]byte, error) {
+	b, err := r.readTaskFile("comm\x00")
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, ErrMalformed
+	}
+	return b[:len(b)-1], nil
+}

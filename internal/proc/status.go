@@ -137,3 +137,26 @@ func trimSpace(b []byte) []byte {
 	}
 	return b
 }
+
+// UnescapeName appends to dst the raw task name that the Name: line of
+// status shows escaped: the kernel prints a newline as `\n` and a
+// backslash as `\\`, and every other byte as it is.
+func UnescapeName(dst, name []byte) []byte {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '\\' && i+1 < len(name) {
+			switch name[i+1] {
+			case 'n':
+				dst = append(dst, '\n')
+				i++
+				continue
+			case '\\':
+				dst = append(dst, '\\')
+				i++
+				continue
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

@@ -33,9 +33,12 @@ func (a Accuracy) String() string {
 // Process is one process's memory at the moment it was read.
 type Process struct {
 	PID  int
+	// PPID is the parent's PID. It is filled when naming needed it or
+	// with Options.NeedStartTime or NeedUID; 0 otherwise.
 	PPID int
-	// StartTime is field 22 of /proc/PID/stat, in clock ticks since boot.
-	// (PID, StartTime) identifies a process across PID reuse.
+	// StartTime is field 22 of /proc/PID/stat, in clock ticks since boot;
+	// filled only with Options.NeedStartTime. (PID, StartTime) identifies
+	// a process across PID reuse.
 	StartTime uint64
 	// UID is the real user id (first field of Uid: in status). It is only
 	// filled when UIDKnown is true: the scan reads status for it only when
@@ -47,8 +50,9 @@ type Process struct {
 	// Name is the program name the report shows, chosen by the rules of
 	// ProgramName from Comm, Exe, Script and the parent's Exe.
 	Name string
-	// Comm is the kernel's task name (at most 15 bytes), raw: it may hold
-	// any byte except NUL, including newlines and invalid UTF-8.
+	// Comm is the kernel's task name (at most 15 bytes for user
+	// processes), raw: it may hold any byte except NUL, including newlines
+	// and invalid UTF-8.
 	Comm string
 	// Exe is the basename of /proc/PID/exe, or "" when the link could not
 	// be read (permission, or no executable).

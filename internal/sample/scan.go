@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,10 @@ type Options struct {
 	NeedUID bool
 	// NeedCgroup makes the scan read /proc/PID/cgroup.
 	NeedCgroup bool
+	// NeedStartTime makes the scan read /proc/PID/stat for every process,
+	// to fill StartTime and PPID (callers that follow processes across
+	// scans need it; one scan is consistent without it, see readOne).
+	NeedStartTime bool
 	// PIDs, when not empty, restricts the scan to these processes.
 	PIDs []int
 	// Workers bounds the number of parallel readers; 0 means GOMAXPROCS.
@@ -66,6 +71,7 @@ type worker struct {
 	ss    proc.Status
 	ru    proc.Rollup
 	link  []byte
+	name  []byte
 	names map[string]string
 }
 
@@ -87,6 +93,7 @@ func NewScanner(opt Options) (*Scanner, error) {
 		s.workers = append(s.workers, &worker{
 			r:     fs.NewReader(),
 			link:  make([]byte, 0, 4096),
+			name:  make([]byte, 0, 64),
 			names: make(map[string]string),
 		})
 	}
@@ -172,24 +179,18 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 // readOne reads one process into p. Every file is read through the same
 // /proc/PID directory descriptor, so all of p describes one process even
 // if its PID is reused meanwhile.
+//
+// It reads as little as the figures need, because each extra file costs a
+// fixed share of a small process's smaps_rollup: the default report reads
+// smaps_rollup, comm and the exe link; stat only for processes that need
+// their parent for naming (or when start times are asked for); status
+// only for estimates and uids.
 func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 	r := w.r
 	if r.Open(pid) != nil {
 		return skipGone
 	}
 	*p = Process{PID: pid}
-	switch err := r.Stat(&w.st); err {
-	case nil:
-	case proc.ErrGone:
-		return skipGone
-	default:
-		return skipBroken
-	}
-	if w.st.Kthread() {
-		return skipKernel
-	}
-	p.PPID, p.StartTime = w.st.PPid, w.st.StartTime
-	p.Comm = w.intern(w.st.CommBytes())
 
 	result := okEstimate
 	if !s.opt.Fast {
@@ -209,6 +210,7 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			result = okExact
 			setExact(p, &w.ru)
 		case err == proc.ErrNoMM:
+			// Kernel threads and zombies have no address space.
 			return skipKernel
 		case err == proc.ErrGone || err == proc.ErrNotExist:
 			return skipGone
@@ -220,6 +222,8 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			result = okDenied
 		}
 	}
+
+	havePPID := false
 	if result != okExact || s.opt.NeedUID {
 		switch err := r.Status(&w.ss); err {
 		case nil:
@@ -232,9 +236,21 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			return skipKernel
 		}
 		p.UID, p.UIDKnown = w.ss.UID, true
+		p.PPID, havePPID = w.ss.PPid, true
+		p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
 		if result != okExact {
 			setEstimate(p, &w.ss)
 		}
+	} else {
+		comm, err := r.Comm()
+		switch err {
+		case nil:
+		case proc.ErrGone:
+			return skipGone
+		default:
+			return skipBroken
+		}
+		p.Comm = w.intern(comm)
 	}
 
 	link, err := r.Exe(w.link[:0])
@@ -248,6 +264,24 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 		}
 		p.Exe = w.intern(basename(link))
 	}
+
+	// ProgramName looks at the parent only when the executable's name does
+	// not start with the task name.
+	needParent := p.Exe != "" && !strings.HasPrefix(p.Exe, p.Comm)
+	if s.opt.NeedStartTime || (needParent && !havePPID) {
+		switch err := r.Stat(&w.st); err {
+		case nil:
+		case proc.ErrGone:
+			return skipGone
+		default:
+			return skipBroken
+		}
+		if w.st.Kthread() {
+			return skipKernel
+		}
+		p.PPID, p.StartTime = w.st.PPid, w.st.StartTime
+	}
+
 	if isInterpreter(p.Exe) {
 		if cl, err := r.Cmdline(); err == nil {
 			p.Script = w.intern(scriptOf(p.Exe, cl))
@@ -298,7 +332,6 @@ func setEstimate(p *Process, ss *proc.Status) {
 		p.Shared = p.RAM - p.Private
 	}
 	p.Swap = ss.VmSwap
-	p.SwapPssMissing = true
 }
 
 // intern returns b as a string, sharing one copy per distinct value so

@@ -1,0 +1,134 @@
+package proc
+
+import (
+	"os"
+	"testing"
+)
+
+// The benchmarks read a live sleeping child, so the kernel's cost is in
+// every figure; BenchmarkRaw* is that cost alone (open, read, close into
+// our buffer, no parsing), the floor the parsers are compared with.
+
+func benchReader(b *testing.B) (*Reader, int) {
+	fs := openLive(b)
+	pid := startSleeper(b)
+	r := fs.NewReader()
+	if err := r.Open(pid); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.Close)
+	b.ReportAllocs()
+	return r, pid
+}
+
+func BenchmarkRawStatus(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.ReadFile("status\x00")
+	}
+}
+
+func BenchmarkStatus(b *testing.B) {
+	r, _ := benchReader(b)
+	var st Status
+	for b.Loop() {
+		r.Status(&st)
+	}
+}
+
+func BenchmarkRawSmapsRollup(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.ReadFile("smaps_rollup\x00")
+	}
+}
+
+func BenchmarkSmapsRollup(b *testing.B) {
+	r, _ := benchReader(b)
+	var ru Rollup
+	for b.Loop() {
+		r.SmapsRollup(&ru)
+	}
+}
+
+func BenchmarkSmaps(b *testing.B) {
+	r, _ := benchReader(b)
+	var ru Rollup
+	for b.Loop() {
+		r.Smaps(&ru)
+	}
+}
+
+func BenchmarkStat(b *testing.B) {
+	r, _ := benchReader(b)
+	var st Stat
+	for b.Loop() {
+		r.Stat(&st)
+	}
+}
+
+func BenchmarkExe(b *testing.B) {
+	r, _ := benchReader(b)
+	link := make([]byte, 0, 4096)
+	for b.Loop() {
+		r.Exe(link)
+	}
+}
+
+func BenchmarkOpenClose(b *testing.B) {
+	r, pid := benchReader(b)
+	for b.Loop() {
+		r.Open(pid)
+		r.Close()
+	}
+}
+
+// BenchmarkOSReadFileStatus is what the usual os.ReadFile costs, for
+// comparison.
+func BenchmarkOSReadFileStatus(b *testing.B) {
+	_, pid := benchReader(b)
+	p := "/proc/" + itoa(pid) + "/status"
+	for b.Loop() {
+		os.ReadFile(p)
+	}
+}
+
+// Parser-only benchmarks on fixed bytes: stable enough to compare across
+// runs with benchstat.
+func BenchmarkParseRollup(b *testing.B) {
+	data, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	var ru Rollup
+	for b.Loop() {
+		ParseRollup(data, &ru)
+	}
+}
+
+func BenchmarkParseStatus(b *testing.B) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	var st Status
+	for b.Loop() {
+		ParseStatus(data, &st)
+	}
+}
+
+func BenchmarkRawComm(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.ReadFile("comm\x00")
+	}
+}
+
+func BenchmarkRawStat(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.ReadFile("stat\x00")
+	}
+}
