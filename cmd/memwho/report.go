@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"regexp"
+	"regexp/syntax"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -116,7 +117,12 @@ func (f *reportFlags) plan() (*reportPlan, error) {
 	}
 	if f.filter != "" {
 		if p.filter, err = regexp.Compile(f.filter); err != nil {
-			return nil, usagef("--filter: bad regular expression: %v", errors.Unwrap(err))
+			msg := err.Error()
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				msg = fmt.Sprintf("%s in %q", se.Code, se.Expr)
+			}
+			return nil, usagef("--filter: bad regular expression: %s", msg)
 		}
 	}
 	if f.pids != "" {
@@ -317,9 +323,16 @@ func warn(stderr io.Writer, snap *sample.Snapshot, fast bool) {
 		fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
 	}
 	if snap.Malformed > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d processes had an unreadable smaps_rollup; their figures are RSS-based estimates\n", snap.Malformed)
+		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", snap.Malformed, plural(snap.Malformed, "process had", "processes had"))
 	}
 	if snap.Broken > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d processes skipped: their stat or status could not be parsed\n", snap.Broken)
+		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
 	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
