@@ -32,7 +32,7 @@ func (a Accuracy) String() string {
 
 // Process is one process's memory at the moment it was read.
 type Process struct {
-	PID  int
+	PID int
 	// PPID is the parent's PID. It is filled when naming needed it or
 	// with Options.NeedStartTime or NeedUID; 0 otherwise.
 	PPID int

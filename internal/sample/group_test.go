@@ -1,0 +1,80 @@
+package sample
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+)
+
+func TestGroupSortTop(t *testing.T) {
+	procs := []Process{
+		{PID: 3, Name: "b", RAM: 30, Private: 10, Shared: 20, Swap: 1},
+		{PID: 1, Name: "a", RAM: 10, Private: 5, Shared: 5},
+		{PID: 2, Name: "b", RAM: 20, Private: 20, Shared: 0, Accuracy: Estimate},
+		{PID: 4, Name: "c", RAM: 25, Private: 25, Swap: 7, SwapPssMissing: true},
+	}
+	var users Users
+	groups := GroupProcs(procs, ByProgram, &users)
+	Sort(groups, SortRAM, false)
+	var keys []string
+	for _, g := range groups {
+		keys = append(keys, g.Key)
+	}
+	if want := []string{"a", "c", "b"}; !slices.Equal(keys, want) {
+		t.Fatalf("order = %v, want %v", keys, want)
+	}
+	b := groups[2]
+	if b.Count != 2 || b.RAM != 50 || b.Private != 30 || b.Shared != 20 || b.Swap != 1 || b.Estimated != 1 {
+		t.Errorf("group b = %+v", b)
+	}
+	if !slices.Equal(b.PIDs, []int{2, 3}) || b.Accuracy() != Estimate {
+		t.Errorf("group b PIDs = %v, accuracy %v", b.PIDs, b.Accuracy())
+	}
+	tot := Total(groups)
+	if tot.RAM != 85 || tot.Count != 4 || tot.Swap != 8 || !tot.SwapPssMissing || tot.Estimated != 1 {
+		t.Errorf("total = %+v", tot)
+	}
+	if top := Top(groups, 1, false); len(top) != 1 || top[0].Key != "b" {
+		t.Errorf("Top 1 = %+v", top)
+	}
+	Sort(groups, SortSwap, true)
+	if groups[0].Key != "c" {
+		t.Errorf("largest swap first = %q, want c", groups[0].Key)
+	}
+	if top := Top(groups, 2, true); len(top) != 2 || top[0].Key != "c" {
+		t.Errorf("Top 2 reversed = %+v", top)
+	}
+	if f := Filter(groups, regexp.MustCompile("^[ab]$")); len(f) != 2 {
+		t.Errorf("Filter kept %d groups, want 2", len(f))
+	}
+	byPID := GroupProcs(procs, ByPID, &users)
+	if len(byPID) != 4 || byPID[0].Key != "b [3]" {
+		t.Errorf("by pid = %+v", byPID)
+	}
+}
+
+func TestCgroupName(t *testing.T) {
+	for in, want := range map[string]string{
+		"/system.slice/nginx.service": "/system.slice/nginx.service",
+		"/docker/300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53":                     "/docker/300a4e177913",
+		"/kubepods/burstable/pod1234/300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53": "/kubepods/burstable/pod1234/300a4e177913",
+		"/system.slice/docker-300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53.scope":  "/system.slice/docker-300a4e177913.scope",
+		"/": "/",
+	} {
+		if got := CgroupName(in); got != want {
+			t.Errorf("CgroupName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	if b, err := ParseBy("cgroup"); err != nil || b != ByCgroup {
+		t.Errorf("ParseBy(cgroup) = %v, %v", b, err)
+	}
+	if _, err := ParseBy("colour"); err == nil {
+		t.Error("ParseBy(colour) succeeded")
+	}
+	if k, err := ParseSort("swap"); err != nil || k != SortSwap {
+		t.Errorf("ParseSort(swap) = %v, %v", k, err)
+	}
+}

@@ -1,0 +1,69 @@
+package sample
+
+import "testing"
+
+func TestProgramName(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		p         Process
+		parentExe string
+		want      string
+	}{
+		{"exe untruncates comm", Process{Comm: "systemd-journal", Exe: "systemd-journald"}, "", "systemd-journald"},
+		{"same names", Process{Comm: "sshd", Exe: "sshd"}, "", "sshd"},
+		{"renamed helper of same exe", Process{Comm: "Web Content", Exe: "firefox-esr"}, "firefox-esr", "firefox-esr"},
+		{"renamed, parent differs", Process{Comm: "Web Content", Exe: "firefox-esr"}, "systemd", "Web Content"},
+		{"exe unreadable", Process{Comm: "postgres"}, "", "postgres"},
+		{"script", Process{Comm: "app.py", Exe: "python3.11", Script: "app.py"}, "", "app.py [python3.11]"},
+		{"deleted", Process{Comm: "nginx", Exe: "nginx", ExeDeleted: true}, "", "nginx [deleted]"},
+		{"script deleted interpreter", Process{Comm: "x", Exe: "bash", Script: "x.sh", ExeDeleted: true}, "", "x.sh [bash] [deleted]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ProgramName(&tc.p, tc.parentExe); got != tc.want {
+				t.Errorf("ProgramName = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScriptOf(t *testing.T) {
+	for _, tc := range []struct {
+		exe, cmdline, want string
+	}{
+		{"python3.11", "/usr/bin/python3\x00/srv/app.py\x00--port\x008080\x00", "app.py"},
+		{"python3.11", "python3\x00-u\x00-W\x00ignore\x00worker.py\x00", "worker.py"},
+		{"python3.11", "python3\x00-m\x00http.server\x00", "http.server"},
+		{"python3.11", "python3\x00-c\x00print(1)\x00", ""},
+		{"python3.11", "python3\x00", ""},
+		{"bash", "-bash\x00", ""},
+		{"bash", "/bin/bash\x00/usr/local/bin/backup.sh\x00", "backup.sh"},
+		{"bash", "bash\x00/dev/fd/3\x00", ""},
+		{"bash", "bash\x00-c\x00sleep 1\x00", ""},
+		{"node", "node\x00--require\x00ts-node/register\x00server.ts\x00", "server.ts"},
+		{"perl", "perl\x00-e\x00print 1\x00", ""},
+		{"ruby", "ruby\x00--\x00script.rb\x00", "script.rb"},
+	} {
+		if got := string(scriptOf(tc.exe, []byte(tc.cmdline))); got != tc.want {
+			t.Errorf("scriptOf(%q, %q) = %q, want %q", tc.exe, tc.cmdline, got, tc.want)
+		}
+	}
+}
+
+func TestIsInterpreter(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"python3.11": true, "python": true, "perl5.36.0": true, "bash": true, "sh": true, "node": true,
+		"shred": false, "nodemon": false, "sshd": false, "": false, "pythonista": false,
+	} {
+		if got := isInterpreter(exe); got != want {
+			t.Errorf("isInterpreter(%q) = %v, want %v", exe, got, want)
+		}
+	}
+}
+
+func FuzzScriptOf(f *testing.F) {
+	f.Add("python3", "python3\x00-m\x00")
+	f.Add("bash", "bash\x00--\x00")
+	f.Fuzz(func(t *testing.T, exe, cmdline string) {
+		scriptOf(exe, []byte(cmdline))
+	})
+}
