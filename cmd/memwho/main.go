@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
@@ -39,27 +40,51 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
+// command is one subcommand: its run function gets the arguments after
+// its name.
+type command struct {
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	summary string // one line for "memwho help"
+}
+
+// commands maps subcommand names to their implementations. Each
+// subcommand's file adds itself from an init function, so that a command
+// compiled out by a build tag (notui, nopostgres, ...) leaves no trace
+// here.
+var commands = map[string]command{
+	"report": {runReport, "who uses RAM and swap now (the default)"},
+}
+
 // run is main without os.Exit, so that tests can call it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd, rest := "report", args
+	name, rest := "report", args
 	if len(args) > 0 {
 		switch args[0] {
-		case "report":
-			cmd, rest = "report", args[1:]
 		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, "memwho", buildVersion())
 			return exitOK
 		case "help":
 			fmt.Fprint(stdout, reportUsage)
+			printCommands(stdout)
 			return exitOK
 		}
+		if _, ok := commands[args[0]]; ok {
+			name, rest = args[0], args[1:]
+		}
 	}
-	var err error
-	switch cmd {
-	case "report":
-		err = runReport(ctx, rest, stdout, stderr)
+	return exitCode(commands[name].run(ctx, rest, stdout, stderr), stderr)
+}
+
+func printCommands(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
 	}
-	return exitCode(err, stderr)
+	slices.Sort(names)
+	fmt.Fprintln(w, "\nCommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
 }
 
 // exitCode prints err as one "memwho: error:" line (plus hints) and maps

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need
+# (Debian packages), then checks formatting, vet, staticcheck, runs every
+# test and builds the static binary. Servers the tests talk to (Prometheus,
+# PostgreSQL, OpenSSH) are started by the tests themselves on 127.0.0.1
+# with temporary directories. Tests that need root, swap or a server that
+# is missing skip with the reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests use: tmux drives the live view, prometheus
+# scrapes the agent, postgresql and openssh hold history and receive
+# exports, util-linux makes swap, libcap2-bin sets file capabilities.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "test.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # Keep package-shipped services from starting: the tests start their own.
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+  else
+    echo "test.sh: not root, cannot install ${missing[*]}; the tests that need them will skip"
+  fi
+fi
+
+export CGO_ENABLED=0
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+echo "== go build (static)"
+go build -trimpath -o /dev/null ./cmd/memwho
+echo "== go test"
+go test -count=1 -timeout 20m "$@" ./...
