@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +10,7 @@ import (
 	"os/user"
 	"regexp"
 	"regexp/syntax"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -200,6 +200,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
+	if f.memprofile != "" {
+		// Record every allocation: a report allocates little, and the
+		// default rate (one sample per 512 KiB) would show none of it.
+		runtime.MemProfileRate = 1
+	}
 	if f.cpuprofile != "" {
 		pf, err := createOutput(f.cpuprofile)
 		if err != nil {
@@ -242,7 +247,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	groups = sample.Top(groups, f.top, f.reverse)
 	total := sample.Total(groups)
 
-	w := bufio.NewWriterSize(stdout, 64<<10)
+	// Each renderer builds its output in memory and writes it at once.
+	w := stdout
 	opt := report.Options{
 		By:        plan.by.String(),
 		KeyHeader: keyHeader(plan.by),
@@ -260,9 +266,6 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		err = report.CSV(w, groups, total, &snap, opt)
 	default:
 		err = report.Table(w, groups, total, &snap, opt)
-	}
-	if err == nil {
-		err = w.Flush()
 	}
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)

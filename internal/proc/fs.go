@@ -88,7 +88,7 @@ func (fs *FS) Close() error {
 func (fs *FS) PIDs(dst []int, buf []byte) ([]int, []byte, error) {
 	dst = dst[:0]
 	if len(buf) < 8192 {
-		buf = make([]byte, 32768)
+		buf = make([]byte, 16384)
 	}
 	if _, err := syscall.Seek(fs.fd, 0, 0); err != nil {
 		return dst, buf, fmt.Errorf("rewind %s: %w", fs.root, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // By names a grouping of processes.
@@ -212,8 +213,9 @@ func Filter(groups []Group, re *regexp.Regexp) []Group {
 }
 
 // containerID matches the 64-hex-digit ids that container runtimes put in
-// cgroup paths.
-var containerID = regexp.MustCompile(`[0-9a-f]{64}`)
+// cgroup paths. It is compiled on first use: most runs never group by
+// cgroup.
+var containerID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9a-f]{64}`) })
 
 // CgroupName makes a cgroup path readable: container ids are shortened
 // to their first 12 hex digits, as docker and podman show them. The rest
@@ -223,5 +225,5 @@ func CgroupName(path string) string {
 	if !strings.Contains(path, "/") || len(path) < 64 {
 		return path
 	}
-	return containerID.ReplaceAllStringFunc(path, func(id string) string { return id[:12] })
+	return containerID().ReplaceAllStringFunc(path, func(id string) string { return id[:12] })
 }

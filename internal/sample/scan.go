@@ -43,7 +43,6 @@ type Scanner struct {
 	workers []*worker
 	pids    []int
 	dirbuf  []byte
-	slots   []Process
 	kinds   []outcome
 	// noRollup is set once smaps_rollup turns out to be missing (kernels
 	// before 4.14), so later processes go straight to smaps.
@@ -118,11 +117,16 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 		}
 	}
 	n := len(s.pids)
-	if cap(s.slots) < n {
-		s.slots = make([]Process, n, n+n/4)
-		s.kinds = make([]outcome, n, n+n/4)
+	// Read straight into snap.Procs (one slot per listed PID) and compact
+	// it in place afterwards: no second copy of every Process.
+	if cap(snap.Procs) < n {
+		snap.Procs = make([]Process, n, n+n/8)
 	}
-	s.slots, s.kinds = s.slots[:n], s.kinds[:n]
+	slots := snap.Procs[:n]
+	if cap(s.kinds) < n {
+		s.kinds = make([]outcome, n, n+n/8)
+	}
+	s.kinds = s.kinds[:n]
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -137,13 +141,14 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 				if j >= n {
 					return
 				}
-				s.kinds[j] = s.readOne(w, s.pids[j], &s.slots[j])
+				s.kinds[j] = s.readOne(w, s.pids[j], &slots[j])
 				w.r.Close()
 			}
 		}()
 	}
 	wg.Wait()
 
+	k := 0
 	for j := range n {
 		switch s.kinds[j] {
 		case skipGone:
@@ -160,8 +165,11 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 		case okMalformed:
 			snap.Malformed++
 		}
-		snap.Procs = append(snap.Procs, s.slots[j])
+		slots[k] = slots[j]
+		k++
 	}
+	clear(slots[k:])
+	snap.Procs = slots[:k]
 	s.nameAll(snap.Procs)
 
 	snap.MeminfoOK = s.workers[0].r.Meminfo(&s.meminfo) == nil
