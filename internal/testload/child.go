@@ -1,0 +1,169 @@
+package testload
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// init turns this process into a child when the parent asked for one. It
+// runs during package initialisation, before any main or TestMain, so that
+// a test binary or a command needs no wiring to serve as its own child;
+// without the environment variable it does nothing.
+func init() {
+	enc, ok := os.LookupEnv(childEnv)
+	if !ok {
+		return
+	}
+	os.Exit(runChild(enc, os.Getenv(childEnv+"_CGROUP")))
+}
+
+// childSpec is what a child decodes from its environment.
+type childSpec struct {
+	private, file, memfd, cow int64
+	exit                      bool
+}
+
+func parseChildSpec(enc string) (childSpec, error) {
+	var c childSpec
+	for _, kv := range strings.Split(enc, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("bad field %q", kv)
+		}
+		switch k {
+		case "private":
+			c.private = n
+		case "file":
+			c.file = n
+		case "memfd":
+			c.memfd = n
+		case "cow":
+			c.cow = n
+		case "exit":
+			c.exit = n != 0
+		default:
+			return c, fmt.Errorf("unknown field %q", k)
+		}
+	}
+	return c, nil
+}
+
+// sink keeps the page reads of shared mappings observable.
+var sink byte
+
+func runChild(enc, cgroup string) int {
+	pid := os.Getpid()
+	fail := func(err error) int {
+		// The ready pipe is how the parent learns why a child gave up.
+		unix.Write(fdReady, []byte(fmt.Sprintf("error %d %v\n", pid, err)))
+		return 1
+	}
+	c, err := parseChildSpec(enc)
+	if err != nil {
+		return fail(err)
+	}
+	// Transparent huge pages are off for this process: khugepaged could
+	// otherwise collapse a partly used runtime arena into a 2 MiB page at
+	// any moment and make the child's figures drift from its baseline.
+	unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
+
+	if cgroup != "" {
+		// Join before touching anything: a cgroup v1 memory controller
+		// does not move existing charges with the task.
+		if err := os.WriteFile(cgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fail(err)
+		}
+	}
+	// The COW fork comes first: the grandchild shares everything the
+	// child has at that moment, and only the COW memory (and the small
+	// runtime state) should be shared; the mappings made afterwards stay
+	// the child's own.
+	gpid := 0
+	if c.cow > 0 {
+		if err := dirtyAnon(c.cow); err != nil {
+			return fail(err)
+		}
+		p, errno := forkSleeper(uintptr(pid))
+		if errno != 0 {
+			return fail(fmt.Errorf("clone: %w", errno))
+		}
+		gpid = int(p)
+		// Reap the grandchild when Stop kills it, so it does not linger
+		// as a zombie while this child still lives.
+		go unix.Wait4(gpid, nil, 0, nil)
+	}
+	if c.private > 0 {
+		if err := dirtyAnon(c.private); err != nil {
+			return fail(err)
+		}
+	}
+	if c.file > 0 {
+		if err := readShared(fdFile, c.file); err != nil {
+			return fail(err)
+		}
+	}
+	if c.memfd > 0 {
+		if err := readShared(fdMemfd, c.memfd); err != nil {
+			return fail(err)
+		}
+	}
+	if c.exit {
+		return 0
+	}
+	// The descriptors of the shared objects are no longer needed: the
+	// mappings hold the objects.
+	unix.Close(fdFile)
+	unix.Close(fdMemfd)
+	if _, err := unix.Write(fdReady, []byte(fmt.Sprintf("ready %d %d\n", pid, gpid))); err != nil {
+		return 1
+	}
+	unix.Close(fdReady)
+
+	// Block until the parent closes the lifeline or dies; a blocking
+	// read keeps the runtime from declaring a deadlock and costs nothing.
+	var b [1]byte
+	for {
+		n, err := unix.Read(fdLifeline, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return 0
+		}
+	}
+}
+
+// dirtyAnon maps size bytes of private anonymous memory and writes a
+// non-zero byte to every page, so each page is a real private dirty page
+// (a read would map the shared zero page instead). The mapping is never
+// unmapped: it lives as long as the child.
+func dirtyAnon(size int64) error {
+	b, err := unix.Mmap(-1, 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("mmap private %d: %w", size, err)
+	}
+	for i := 0; i < len(b); i += int(pageSize) {
+		b[i] = pattern
+	}
+	return nil
+}
+
+// readShared maps the inherited object at fd MAP_SHARED and reads every
+// page, which maps the page-cache or shmem pages the parent filled.
+func readShared(fd int, size int64) error {
+	b, err := unix.Mmap(fd, 0, int(roundPage(size)), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmap shared fd %d: %w", fd, err)
+	}
+	var s byte
+	for i := 0; i < len(b); i += int(pageSize) {
+		s += b[i]
+	}
+	sink = s
+	return nil
+}

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# bench.sh compares memwho's wall time and peak RSS with the floor reader
+# (cmd/memwho-floor: bare reads of every /proc/PID/smaps_rollup, or of
+# every status for --fast) while memwho-load keeps N processes alive.
+# Not for CI: it starts thousands of processes and takes minutes. Run it as
+# root, or memwho falls back to estimates and compares with nothing useful.
+#
+# Prints a Markdown table to stdout; progress goes to stderr.
+#
+# Environment:
+#   SIZES="100 1000 3000"   numbers of load processes
+#   ROUNDS=3 RUNS=10        timing rounds, runs per command per round
+#   PRIVATE=2MiB FILE_SHARED=4MiB   memory per load process / shared file
+#   WORKERS=$(nproc)        goroutines of the parallel floor (memwho's
+#                           default is GOMAXPROCS, i.e. the same)
+#   OUT=dir                 where to build the binaries (default: a temp dir)
+#   NO_HYPERFINE=1          time with the bash loop even if hyperfine exists
+#
+# Timing uses hyperfine (apt-get install -y hyperfine) when it and jq are
+# installed, else a bash loop; either way the commands alternate, round by
+# round. Peak RSS comes from /usr/bin/time (apt-get install -y time).
+set -euo pipefail
+
+SIZES=${SIZES:-"100 1000 3000"}
+ROUNDS=${ROUNDS:-3}
+RUNS=${RUNS:-10}
+PRIVATE=${PRIVATE:-2MiB}
+FILE_SHARED=${FILE_SHARED:-4MiB}
+WORKERS=${WORKERS:-$(nproc)}
+
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d /tmp/memwho-bench.XXXXXX)
+OUT=${OUT:-$TMP}
+LOAD_PID=
+
+log() { printf '%s\n' "$*" >&2; }
+
+stop_load() {
+	[[ -n $LOAD_PID ]] || return 0
+	# SIGTERM makes memwho-load kill and reap its children; SIGKILL as a
+	# last resort still takes them down (parent-death signal).
+	kill -TERM "$LOAD_PID" 2>/dev/null || true
+	for _ in $(seq 100); do
+		kill -0 "$LOAD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$LOAD_PID" 2>/dev/null || true
+	wait "$LOAD_PID" 2>/dev/null || true
+	LOAD_PID=
+}
+
+cleanup() {
+	stop_load
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+[[ $(id -u) -eq 0 ]] || log "warning: not root: memwho will report estimates"
+
+log "building into $OUT"
+go build -o "$OUT/memwho" ./cmd/memwho
+go build -o "$OUT/memwho-floor" ./cmd/memwho-floor
+go build -o "$OUT/memwho-load" ./cmd/memwho-load
+MEMWHO=$OUT/memwho FLOOR=$OUT/memwho-floor
+
+TIME=
+if [[ -x /usr/bin/time ]]; then
+	TIME=/usr/bin/time
+else
+	log "warning: /usr/bin/time missing (apt-get install -y time): no peak RSS"
+fi
+HYPERFINE=
+if [[ -z ${NO_HYPERFINE:-} ]] && command -v hyperfine >/dev/null && command -v jq >/dev/null; then
+	HYPERFINE=hyperfine
+else
+	log "note: timing with a bash loop (hyperfine and jq give better numbers: apt-get install -y hyperfine jq)"
+fi
+
+start_load() {
+	local n=$1
+	log "starting $n load processes ($PRIVATE private, one $FILE_SHARED shared file)"
+	"$OUT/memwho-load" -n "$n" -private "$PRIVATE" -file-shared "$FILE_SHARED" \
+		>"$TMP/load.out" 2>"$TMP/load.err" &
+	LOAD_PID=$!
+	until grep -q '^ready' "$TMP/load.out" 2>/dev/null; do
+		if ! kill -0 "$LOAD_PID" 2>/dev/null; then
+			log "memwho-load failed:"
+			cat "$TMP/load.err" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	log "$(cat "$TMP/load.err")"
+}
+
+# times_ms NAME CMD...: appends each run's wall time in ms to $TMP/NAME.
+# The loop fallback; hyperfine's own numbers are used when it exists.
+times_ms() {
+	local name=$1
+	shift
+	local t0 t1
+	t0=$EPOCHREALTIME
+	"$@" >/dev/null 2>&1
+	t1=$EPOCHREALTIME
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }' >>"$TMP/$name"
+}
+
+# The commands compared, as name=command line.
+COMMANDS=(
+	"memwho=$MEMWHO"
+	"floor=$FLOOR"
+	"floor_par=$FLOOR -parallel $WORKERS"
+	"memwho_fast=$MEMWHO --fast"
+	"floor_status=$FLOOR -status"
+	"floor_status_par=$FLOOR -status -parallel $WORKERS"
+)
+
+measure() {
+	rm -f "$TMP"/t_*
+	for round in $(seq "$ROUNDS"); do
+		log "  round $round/$ROUNDS"
+		if [[ -n $HYPERFINE ]]; then
+			local args=()
+			for c in "${COMMANDS[@]}"; do
+				args+=(-n "${c%%=*}" "${c#*=}")
+			done
+			hyperfine -N --style none --warmup 2 --runs "$RUNS" \
+				--export-json "$TMP/h.json" "${args[@]}" >/dev/null 2>&1
+			jq -r '.results[] | .command as $c | .times[] | "\($c) \(. * 1000)"' "$TMP/h.json" |
+				while read -r name ms; do echo "$ms" >>"$TMP/t_$name"; done
+		else
+			for _ in $(seq "$RUNS"); do
+				for c in "${COMMANDS[@]}"; do
+					# shellcheck disable=SC2086 # the command line is split on purpose
+					times_ms "t_${c%%=*}" ${c#*=}
+				done
+			done
+		fi
+	done
+}
+
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "n/a" }' "$TMP/t_$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# peak_rss_mib CMD...: the largest maximum RSS over three runs, in MiB.
+peak_rss_mib() {
+	[[ -n $TIME ]] || { echo n/a; return; }
+	local kb max=0
+	for _ in 1 2 3; do
+		kb=$("$TIME" -f '%M' "$@" 2>&1 >/dev/null | tail -1)
+		((kb > max)) && max=$kb
+	done
+	awk -v k="$max" 'BEGIN { printf "%.1f", k / 1024 }'
+}
+
+ROWS=()
+for n in $SIZES; do
+	start_load "$n"
+	# Sanity: memwho must see the load, or the numbers mean nothing.
+	if command -v jq >/dev/null; then
+		seen=$("$MEMWHO" --json 2>/dev/null | jq '[.groups[] | select(.key == "memwho-load") | .count] | add // 0')
+		((seen > n)) || log "warning: memwho counted $seen memwho-load processes, expected $((n + 1))"
+	fi
+	total=$(ls -d /proc/[0-9]* | wc -l)
+	log "timing with $total processes on the host"
+	measure
+	rss_full=$(peak_rss_mib "$MEMWHO")
+	rss_fast=$(peak_rss_mib "$MEMWHO" --fast)
+	m=$(mean memwho) f=$(mean floor) fp=$(mean floor_par)
+	ROWS+=("| $total | full | $m | $f | $fp | $(ratio "$m" "$f") | $(ratio "$m" "$fp") | $rss_full |")
+	m=$(mean memwho_fast) f=$(mean floor_status) fp=$(mean floor_status_par)
+	ROWS+=("| $total | --fast | $m | $f | $fp | $(ratio "$m" "$f") | $(ratio "$m" "$fp") | $rss_fast |")
+	stop_load
+done
+
+echo "memwho vs floor, mean wall time over $ROUNDS rounds x $RUNS runs ($(nproc) CPUs, $(uname -r), load: $PRIVATE private + $FILE_SHARED shared file per process; floor x$WORKERS = $WORKERS goroutines)"
+echo
+echo "| processes | mode | memwho ms | floor ms | floor x$WORKERS ms | memwho/floor | memwho/floor x$WORKERS | memwho peak RSS MiB |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${ROWS[@]}"
