@@ -59,9 +59,9 @@ trap 'exit 130' INT TERM HUP
 [[ $(id -u) -eq 0 ]] || log "warning: not root: memwho will report estimates"
 
 log "building into $OUT"
-go build -o "$OUT/memwho" ./cmd/memwho
-go build -o "$OUT/memwho-floor" ./cmd/memwho-floor
-go build -o "$OUT/memwho-load" ./cmd/memwho-load
+CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho" ./cmd/memwho
+CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho-floor" ./cmd/memwho-floor
+CGO_ENABLED=0 go build -o "$OUT/memwho-load" ./cmd/memwho-load
 MEMWHO=$OUT/memwho FLOOR=$OUT/memwho-floor
 
 TIME=

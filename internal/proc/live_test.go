@@ -290,3 +290,25 @@ func TestNoAllocs(t *testing.T) {
 }
 
 func itoa(v int) string { return string(appendInt(nil, v)) }
+
+func TestLiveSelect(t *testing.T) {
+	fs := openLive(t)
+	pid := startSleeper(t)
+	r := fs.NewReader()
+	r.Select(pid)
+	var st Status
+	if err := r.Status(&st); err != nil || !st.HasMM || st.Tgid != pid {
+		t.Errorf("Status via Select: Tgid %d, HasMM %v, err %v", st.Tgid, st.HasMM, err)
+	}
+	exe, err := r.Exe(nil)
+	if err != nil || !strings.HasSuffix(string(exe), "/sleep") {
+		t.Errorf("Exe via Select = %q, %v", exe, err)
+	}
+	r.Select(1 << 30)
+	if err := r.Status(&st); err != ErrGone {
+		t.Errorf("Status of a missing pid via Select: err = %v, want ErrGone", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { r.Select(pid); r.Status(&st); r.Exe(nil) }); n > 1 {
+		t.Errorf("Select+Status+Exe allocs = %v", n)
+	}
+}

@@ -20,7 +20,7 @@ type Meminfo struct {
 
 // Meminfo reads /proc/meminfo into out.
 func (r *Reader) Meminfo(out *Meminfo) error {
-	b, err := r.readFile(r.fs.fd, "meminfo\x00")
+	b, err := r.readFile(r.fs.fd, "meminfo\x00", true)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ type Rollup struct {
 // It returns ErrNotExist on kernels without smaps_rollup (before 4.14),
 // ErrNoMM for kernel threads and zombies, ErrDenied without ptrace access.
 func (r *Reader) SmapsRollup(out *Rollup) error {
-	b, err := r.ReadFile("smaps_rollup\x00")
+	b, err := r.readFile(r.pidfd, "smaps_rollup\x00", true)
 	if err != nil {
 		return err
 	}

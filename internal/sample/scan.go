@@ -195,7 +195,13 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 // only for estimates and uids.
 func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 	r := w.r
-	if r.Open(pid) != nil {
+	if s.opt.Fast && !s.opt.NeedCgroup && !s.opt.NeedStartTime {
+		// --fast is for hosts where every syscall counts: read status and
+		// the exe link by path, without holding the directory open. A PID
+		// reused in the microseconds between the two reads could lend the
+		// row the new process's name, never its figures.
+		r.Select(pid)
+	} else if r.Open(pid) != nil {
 		return skipGone
 	}
 	*p = Process{PID: pid}
