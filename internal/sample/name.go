@@ -2,6 +2,7 @@ package sample
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -41,17 +42,16 @@ func ProgramName(p *Process, parentExe string) string {
 	return name
 }
 
-// nameAll sets Name on every process, looking up parents in procs.
+// nameAll sets Name on every process. procs must be sorted by PID: the
+// parent is found by binary search, which needs no map per scan.
 func (s *Scanner) nameAll(procs []Process) {
-	clear(s.byPID)
-	for i := range procs {
-		s.byPID[procs[i].PID] = i
-	}
 	for i := range procs {
 		p := &procs[i]
 		parentExe := ""
-		if j, ok := s.byPID[p.PPID]; ok {
-			parentExe = procs[j].Exe
+		if p.Exe != "" && !strings.HasPrefix(p.Exe, p.Comm) && p.PPID > 0 {
+			if j, ok := slices.BinarySearchFunc(procs, p.PPID, func(q Process, pid int) int { return q.PID - pid }); ok {
+				parentExe = procs[j].Exe
+			}
 		}
 		p.Name = s.internName(ProgramName(p, parentExe), p)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,8 +49,9 @@ type Scanner struct {
 	// before 4.14), so later processes go straight to smaps.
 	noRollup atomic.Bool
 	meminfo  proc.Meminfo
-	byPID    map[int]int
 }
+
+func byPID(a, b Process) int { return a.PID - b.PID }
 
 // outcome is what reading one process came to.
 type outcome uint8
@@ -87,7 +89,7 @@ func NewScanner(opt Options) (*Scanner, error) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	s := &Scanner{opt: opt, fs: fs, byPID: make(map[int]int)}
+	s := &Scanner{opt: opt, fs: fs}
 	for range n {
 		s.workers = append(s.workers, &worker{
 			r:     fs.NewReader(),
@@ -170,6 +172,11 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 	}
 	clear(slots[k:])
 	snap.Procs = slots[:k]
+	// /proc lists PIDs in ascending order; a captured tree or a -p list
+	// may not.
+	if !slices.IsSortedFunc(snap.Procs, byPID) {
+		slices.SortFunc(snap.Procs, byPID)
+	}
 	s.nameAll(snap.Procs)
 
 	snap.MeminfoOK = s.workers[0].r.Meminfo(&s.meminfo) == nil
