@@ -3,6 +3,7 @@ package testload
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -52,9 +53,6 @@ func parseChildSpec(enc string) (childSpec, error) {
 	}
 	return c, nil
 }
-
-// sink keeps the page reads of shared mappings observable.
-var sink byte
 
 func runChild(enc, cgroup string) int {
 	pid := os.Getpid()
@@ -164,6 +162,7 @@ func readShared(fd int, size int64) error {
 	for i := 0; i < len(b); i += int(pageSize) {
 		s += b[i]
 	}
-	sink = s
+	// KeepAlive keeps the page reads from being optimised away.
+	runtime.KeepAlive(s)
 	return nil
 }
