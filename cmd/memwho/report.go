@@ -222,6 +222,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Fast:       f.fast,
 		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
 		NeedCgroup: plan.by == sample.ByCgroup,
+		NoNames:    plan.by == sample.ByUser || plan.by == sample.ByCgroup,
 		PIDs:       plan.pids,
 	})
 	if err != nil {

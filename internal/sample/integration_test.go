@@ -74,6 +74,10 @@ func delta(got, base uint64) int64 { return int64(got) - int64(base) }
 // runtime's private memory get this on top of the 1%.
 const runtimeNoise = 256 * kiB
 
+// textNoise bounds how much one idle child's share of the shared code
+// pages of the binary can differ from another's.
+const textNoise = 128 * kiB
+
 // within reports whether got is want ± frac·want ± slack bytes.
 func within(got, want int64, frac float64, slack int64) bool {
 	return math.Abs(float64(got-want)) <= frac*math.Abs(float64(want))+float64(slack)
@@ -134,10 +138,12 @@ func TestIntegrationShared(t *testing.T) {
 			b := got[base.PIDs[0]]
 			for _, pid := range g.PIDs {
 				p := got[pid]
-				// Shared holds no runtime memory, so it gets no slack:
-				// this is the exact check of the proportional share.
-				if d := delta(p.Shared, b.Shared); !within(d, size/n, 0.01, 0) {
-					t.Errorf("pid %d: Shared over baseline = %s, want %s ±1%%", pid, kb(d), kb(size/n))
+				// Shared also holds this process's share of the test
+				// binary's code pages, which moves by tens of kB when a
+				// busy machine makes one child start another thread, so
+				// it gets a small slack besides the 1%.
+				if d := delta(p.Shared, b.Shared); !within(d, size/n, 0.01, textNoise) {
+					t.Errorf("pid %d: Shared over baseline = %s, want %s ±1%% ±%s", pid, kb(d), kb(size/n), kb(textNoise))
 				}
 				if d := delta(p.RAM, b.RAM); !within(d, size/n, 0.01, runtimeNoise) {
 					t.Errorf("pid %d: RAM over baseline = %s, want %s ±1%% ±%s", pid, kb(d), kb(size/n), kb(runtimeNoise))

@@ -45,6 +45,9 @@ func ProgramName(p *Process, parentExe string) string {
 // nameAll sets Name on every process. procs must be sorted by PID: the
 // parent is found by binary search, which needs no map per scan.
 func (s *Scanner) nameAll(procs []Process) {
+	if s.opt.NoNames {
+		return
+	}
 	for i := range procs {
 		p := &procs[i]
 		parentExe := ""

@@ -25,6 +25,10 @@ type Options struct {
 	NeedUID bool
 	// NeedCgroup makes the scan read /proc/PID/cgroup.
 	NeedCgroup bool
+	// NoNames skips what only program names need (comm, the exe link,
+	// cmdline, the parent): for groupings by user or cgroup. Name, Comm,
+	// Exe and Script stay empty.
+	NoNames bool
 	// NeedStartTime makes the scan read /proc/PID/stat for every process,
 	// to fill StartTime and PPID (callers that follow processes across
 	// scans need it; one scan is consistent without it, see readOne).
@@ -262,7 +266,7 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 		if result != okExact {
 			setEstimate(p, &w.ss)
 		}
-	} else {
+	} else if !s.opt.NoNames {
 		comm, err := r.Comm()
 		switch err {
 		case nil:
@@ -272,6 +276,15 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			return skipBroken
 		}
 		p.Comm = w.intern(comm)
+	}
+
+	if s.opt.NoNames {
+		if s.opt.NeedStartTime {
+			if out := s.readStat(w, p); out != okExact {
+				return out
+			}
+		}
+		return s.readCgroup(w, p, result)
 	}
 
 	link, err := r.Exe(w.link[:0])
@@ -290,17 +303,9 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 	// not start with the task name.
 	needParent := p.Exe != "" && !strings.HasPrefix(p.Exe, p.Comm)
 	if s.opt.NeedStartTime || (needParent && !havePPID) {
-		switch err := r.Stat(&w.st); err {
-		case nil:
-		case proc.ErrGone:
-			return skipGone
-		default:
-			return skipBroken
+		if out := s.readStat(w, p); out != okExact {
+			return out
 		}
-		if w.st.Kthread() {
-			return skipKernel
-		}
-		p.PPID, p.StartTime = w.st.PPid, w.st.StartTime
 	}
 
 	if isInterpreter(p.Exe) {
@@ -308,8 +313,30 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			p.Script = w.intern(scriptOf(p.Exe, cl))
 		}
 	}
+	return s.readCgroup(w, p, result)
+}
+
+// readStat fills PPID and StartTime from stat. It returns okExact when the
+// process is still to be kept, or the outcome that drops it.
+func (s *Scanner) readStat(w *worker, p *Process) outcome {
+	switch err := w.r.Stat(&w.st); err {
+	case nil:
+	case proc.ErrGone:
+		return skipGone
+	default:
+		return skipBroken
+	}
+	if w.st.Kthread() {
+		return skipKernel
+	}
+	p.PPID, p.StartTime = w.st.PPid, w.st.StartTime
+	return okExact
+}
+
+// readCgroup fills Cgroup when asked for and passes result through.
+func (s *Scanner) readCgroup(w *worker, p *Process, result outcome) outcome {
 	if s.opt.NeedCgroup {
-		if cg, err := r.Cgroup(); err == nil {
+		if cg, err := w.r.Cgroup(); err == nil {
 			p.Cgroup = w.intern(cg)
 		}
 	}

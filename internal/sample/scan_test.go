@@ -32,6 +32,8 @@ func TestScanFixtures(t *testing.T) {
 		{fixture: "basic", procs: 4, ram: 13747 << 10},
 		{fixture: "basic", opt: Options{Workers: 1}, procs: 4, ram: 13747 << 10},
 		{fixture: "basic", opt: Options{NeedUID: true, NeedCgroup: true, NeedStartTime: true}, procs: 4, ram: 13747 << 10},
+		{fixture: "basic", opt: Options{NoNames: true, NeedUID: true}, procs: 4, ram: 13747 << 10},
+		{fixture: "cgroup-v1", opt: Options{NoNames: true, NeedCgroup: true, NeedStartTime: true}, procs: 2, ram: (368 + 2416) << 10},
 		{fixture: "basic", opt: Options{Fast: true}, procs: 4, ram: (3056 + 8892 + 4800 + 4792) << 10, estimates: 4},
 		{fixture: "basic", opt: Options{PIDs: []int{6570, 999999}}, procs: 1, ram: 667 << 10},
 		{fixture: "no-smaps-rollup", procs: 4, ram: (655 + 8454 + 2310 + 2310) << 10},
@@ -59,8 +61,11 @@ func TestScanFixtures(t *testing.T) {
 				if p.Private+p.Shared != p.RAM {
 					t.Errorf("pid %d: Private %d + Shared %d != RAM %d", p.PID, p.Private, p.Shared, p.RAM)
 				}
-				if p.Name == "" {
-					t.Errorf("pid %d has no name", p.PID)
+				if (p.Name == "") != tc.opt.NoNames {
+					t.Errorf("pid %d: Name %q with NoNames %v", p.PID, p.Name, tc.opt.NoNames)
+				}
+				if tc.opt.NeedCgroup && p.Cgroup == "" {
+					t.Errorf("pid %d: no cgroup", p.PID)
 				}
 			}
 			if ram != tc.ram {
