@@ -110,6 +110,7 @@ func (g *Group) add(p *Process) {
 	g.Private += p.Private
 	g.Shared += p.Shared
 	g.Swap += p.Swap
+	g.Conns += uint64(p.Conns)
 	if p.Accuracy == Estimate {
 		g.Estimated++
 	}
@@ -128,6 +129,7 @@ func Total(groups []Group) Group {
 		t.Private += g.Private
 		t.Shared += g.Shared
 		t.Swap += g.Swap
+		t.Conns += g.Conns
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
 	}

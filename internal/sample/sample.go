@@ -86,6 +86,9 @@ type Process struct {
 	SwapPssMissing bool
 	// Accuracy says whether RAM, Private, Shared and Swap are exact.
 	Accuracy Accuracy
+	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
+	// process holds; valid only when Snapshot.ConnsOK.
+	Conns uint32
 }
 
 // Meminfo holds the host-wide figures from /proc/meminfo, in bytes.
@@ -125,6 +128,8 @@ type Snapshot struct {
 	// Malformed counts processes whose smaps_rollup could not be parsed
 	// (for example, cut short); their figures are estimates.
 	Malformed int
+	// ConnsOK is true when Process.Conns was counted (--conns).
+	ConnsOK bool
 }
 
 // Group is the sum of the processes that share a key.
@@ -143,6 +148,9 @@ type Group struct {
 	Estimated int
 	// SwapPssMissing is true when some process's swap lacked SwapPss.
 	SwapPssMissing bool
+	// Conns sums the processes' ESTABLISHED TCP sockets; valid only when
+	// Snapshot.ConnsOK.
+	Conns uint64
 }
 
 // Accuracy returns Exact when every process in g was read exactly.
