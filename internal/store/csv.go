@@ -1,0 +1,145 @@
+package store
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// UsageColumns is the CSV header of TableUsage, in column order. It is
+// part of the export format: append new columns at the end only.
+var UsageColumns = []string{"time", "host", "kind", "key", "pid", "start_time", "count", "pss", "private", "shared", "swap", "estimated", "mem_limit", "mem_limit_free"}
+
+// SampleColumns is the CSV header of TableSamples, in column order. It is
+// part of the export format: append new columns at the end only.
+var SampleColumns = []string{"time", "host", "boot_id", "mem_total", "mem_free", "mem_available", "buffers", "cached", "shmem", "swap_total", "swap_free", "hugetlb", "procs", "denied"}
+
+// TimeLayout is how CSV writes times: RFC 3339, milliseconds, UTC.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Millis returns t as stored: Unix milliseconds.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// FromMillis is the inverse of Millis, in UTC.
+func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// AppendHeader appends table t's CSV header line.
+func AppendHeader(dst []byte, t Table) []byte {
+	cols := UsageColumns
+	if t == TableSamples {
+		cols = SampleColumns
+	}
+	for i, c := range cols {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, c...)
+	}
+	return append(dst, '\n')
+}
+
+// AppendUsageCSV appends the CSV line of row r of sample s.
+func AppendUsageCSV(dst []byte, s *Sample, r *Row) []byte {
+	dst = s.Time.UTC().AppendFormat(dst, TimeLayout)
+	dst = append(dst, ',')
+	dst = AppendCSVField(dst, s.Host)
+	dst = append(dst, ',')
+	dst = append(dst, r.Kind.String()...)
+	dst = append(dst, ',')
+	dst = AppendCSVField(dst, r.Key)
+	for _, n := range [...]uint64{uint64(r.PID), r.StartTime, uint64(r.Count), r.PSS, r.Private, r.Shared, r.Swap, uint64(r.Estimated), r.MemLimit, r.MemLimitFree} {
+		dst = append(dst, ',')
+		dst = strconv.AppendUint(dst, n, 10)
+	}
+	return append(dst, '\n')
+}
+
+// AppendSampleCSV appends the CSV line of sample s (TableSamples).
+func AppendSampleCSV(dst []byte, s *Sample) []byte {
+	dst = s.Time.UTC().AppendFormat(dst, TimeLayout)
+	dst = append(dst, ',')
+	dst = AppendCSVField(dst, s.Host)
+	dst = append(dst, ',')
+	dst = AppendCSVField(dst, s.BootID)
+	m := &s.Meminfo
+	for _, n := range [...]uint64{m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached, m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb, uint64(s.Procs), uint64(s.Denied)} {
+		dst = append(dst, ',')
+		dst = strconv.AppendUint(dst, n, 10)
+	}
+	return append(dst, '\n')
+}
+
+// AppendCSVField appends one text field quoted the way PostgreSQL's COPY
+// (FORMAT csv) quotes it: in double quotes (doubled inside) when it holds
+// a comma, a double quote, CR or LF, or is empty; as is otherwise. (Go's
+// encoding/csv also quotes a leading space, which PostgreSQL does not:
+// the two stores must give the same bytes.)
+func AppendCSVField(dst []byte, s string) []byte {
+	if s != "" && !strings.ContainsAny(s, ",\"\r\n") {
+		return append(dst, s...)
+	}
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, s[i])
+	}
+	return append(dst, '"')
+}
+
+// CleanKey makes s storable as text in both databases: PostgreSQL text
+// must be valid UTF-8 without NUL, and process names may be any bytes. It
+// returns s itself when it is already fine; otherwise every invalid byte
+// and NUL becomes the four characters \xNN.
+func CleanKey(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == 0 {
+			c := s[i]
+			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+			i++
+			continue
+		}
+		b = append(b, s[i:i+size]...)
+		i += size
+	}
+	return string(b)
+}
+
+// CompareRows is the order of rows within a sample: kind, then key (byte
+// order), then pid and start time.
+func CompareRows(a, b *Row) int {
+	if a.Kind != b.Kind {
+		return int(a.Kind) - int(b.Kind)
+	}
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if a.PID != b.PID {
+		if a.PID < b.PID {
+			return -1
+		}
+		return 1
+	}
+	if a.StartTime != b.StartTime {
+		if a.StartTime < b.StartTime {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// SortRows puts rows in the order they are written (CompareRows), which
+// is the order they are read and exported in.
+func SortRows(rows []Row) {
+	slices.SortFunc(rows, func(a, b Row) int { return CompareRows(&a, &b) })
+}

@@ -1,0 +1,580 @@
+// Package sqlite is the embedded history database: one SQLite file
+// (modernc.org/sqlite, pure Go) in WAL mode, written by one connection,
+// one transaction per sample.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=NORMAL: a commit is
+// atomic and survives a crash of memwho (kill -9) — at most the
+// transaction in flight is lost — while a power failure may also lose the
+// last commits before the next checkpoint, but never corrupts the file.
+// A whole sample (its samples row and every usage row) is one
+// transaction, so a sample is either fully there or not at all.
+//
+// # Retention by size
+//
+// New databases are created with auto_vacuum=INCREMENTAL. [DB.Prune]
+// measures the pages in use ((page_count - freelist_count) × page_size);
+// when that exceeds the bound it deletes the oldest samples (a few
+// percent more than the excess, so that it does not run again at the very
+// next sample), in transactions of at most 100 samples, then runs
+// "PRAGMA incremental_vacuum" to hand the freed pages back to the file
+// system and "PRAGMA wal_checkpoint(TRUNCATE)" to empty the WAL. The file
+// is then at most the bound plus one WAL's worth (SQLite's automatic
+// checkpoint keeps the WAL near 1000 pages, 4 MiB). A database created
+// without auto_vacuum still stays bounded: freed pages are reused before
+// the file grows.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memwho/memwho/internal/store"
+	_ "modernc.org/sqlite" // registers database/sql driver "sqlite"
+)
+
+func init() {
+	store.Register("", func(ctx context.Context, target string, opt store.OpenOptions) (store.Store, error) {
+		return Open(ctx, target, opt)
+	})
+}
+
+// DB is a history database in one SQLite file. It implements
+// store.Store.
+type DB struct {
+	db   *sql.DB
+	path string
+	ins  *sql.Stmt // samples row
+	row  *sql.Stmt // usage row
+}
+
+var _ store.Store = (*DB)(nil)
+
+// dsnParams are applied to every connection. auto_vacuum only takes
+// effect on a new file (the driver applies it before journal_mode);
+// _txlock=immediate takes the write lock at BEGIN, so a transaction never
+// fails half-way on a lock held by another process.
+const dsnParams = "?_busy_timeout=10000&_auto_vacuum=INCREMENTAL&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
+
+// Open opens (creating it unless opt.MustExist) the database at path and
+// brings its schema up to date. A database with a newer schema is refused
+// with store.ErrSchemaTooNew.
+func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("sqlite: database path %q must not contain '?'", path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if opt.MustExist {
+			return nil, fmt.Errorf("%w: %s does not exist", store.ErrNoHistory, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	db, err := sql.Open("sqlite", path+dsnParams)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// One connection: SQLite has one writer anyway, and the prepared
+	// statements below then always live on it.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	d := &DB{db: db, path: path}
+	if err := d.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if d.ins, err = db.PrepareContext(ctx, `INSERT INTO samples (ts, host, boot_id, `+memCols+`, procs, denied) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: prepare: %w", path, err)
+	}
+	if d.row, err = db.PrepareContext(ctx, `INSERT INTO usage (sample_id, seq, kind, key, pid, start_time, count, pss, private, shared, swap, estimated, mem_limit, mem_limit_free) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: prepare: %w", path, err)
+	}
+	return d, nil
+}
+
+const memCols = `mem_total, mem_free, mem_available, buffers, cached, shmem, swap_total, swap_free, hugetlb`
+
+// Version returns the schema version recorded in the database at path
+// without migrating it (0 for a database without memwho tables).
+func (d *DB) Version(ctx context.Context) (int, error) {
+	return version(ctx, d.db)
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func version(ctx context.Context, q querier) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrate runs the missing migrations in one immediate transaction, so
+// two memwho processes opening a new file do not both create it.
+func (d *DB) migrate(ctx context.Context) error {
+	v, err := version(ctx, d.db)
+	if err != nil {
+		return err
+	}
+	if err := store.CheckVersion(v); err != nil || v == store.SchemaVersion {
+		return err
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	// Read again under the write lock: another process may have migrated.
+	if v, err = version(ctx, tx); err != nil {
+		return err
+	}
+	if err := store.CheckVersion(v); err != nil {
+		return err
+	}
+	from := v
+	for _, m := range store.Migrations(store.SQLite) {
+		if m.Version <= v {
+			continue
+		}
+		for _, stmt := range m.Statements() {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", m.Version, err)
+			}
+		}
+		v = m.Version
+	}
+	if from == 0 {
+		_, err = tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: set version: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Write stores s and its rows in one transaction.
+func (d *DB) Write(ctx context.Context, s *store.Sample) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write sample: %w", err)
+	}
+	defer tx.Rollback()
+	m := &s.Meminfo
+	res, err := tx.StmtContext(ctx, d.ins).ExecContext(ctx, store.Millis(s.Time), s.Host, s.BootID,
+		i64(m.MemTotal), i64(m.MemFree), i64(m.MemAvailable), i64(m.Buffers), i64(m.Cached), i64(m.Shmem),
+		i64(m.SwapTotal), i64(m.SwapFree), i64(m.Hugetlb), s.Procs, s.Denied)
+	if err != nil {
+		return fmt.Errorf("write sample: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("write sample: %w", err)
+	}
+	st := tx.StmtContext(ctx, d.row)
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if _, err := st.ExecContext(ctx, id, i, r.Kind.String(), r.Key, r.PID, i64(r.StartTime), r.Count,
+			i64(r.PSS), i64(r.Private), i64(r.Shared), i64(r.Swap), r.Estimated, i64(r.MemLimit), i64(r.MemLimitFree)); err != nil {
+			return fmt.Errorf("write sample: row %d: %w", i, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write sample: commit: %w", err)
+	}
+	return nil
+}
+
+// i64 stores a byte count in SQLite's signed 64-bit INTEGER.
+func i64(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+// Size returns the bytes in use in the database file: pages that are not
+// on the free list, times the page size.
+func (d *DB) Size(ctx context.Context) (int64, error) {
+	var pages, free, size int64
+	for _, p := range []struct {
+		name string
+		v    *int64
+	}{{"page_count", &pages}, {"freelist_count", &free}, {"page_size", &size}} {
+		if err := d.db.QueryRowContext(ctx, "PRAGMA "+p.name).Scan(p.v); err != nil {
+			return 0, fmt.Errorf("database size: %w", err)
+		}
+	}
+	return (pages - free) * size, nil
+}
+
+// pruneBatch is the most samples deleted in one transaction, so that a
+// first prune of a large backlog does not hold the write lock for long.
+const pruneBatch = 100
+
+// Prune deletes samples older than r.Before and, with r.MaxSize, the
+// oldest samples until the pages in use fit (see the package doc).
+func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
+	var p store.Pruned
+	if !r.Before.IsZero() {
+		n, err := d.deleteOldest(ctx, r.Host, store.Millis(r.Before), -1)
+		p.Samples += n
+		if err != nil {
+			return p, err
+		}
+	}
+	size, err := d.Size(ctx)
+	if err != nil {
+		return p, err
+	}
+	if r.MaxSize > 0 && size > r.MaxSize {
+		var count int64
+		q := `SELECT count(*) FROM samples`
+		args := []any{}
+		if r.Host != "" {
+			q += ` WHERE host = ?`
+			args = append(args, r.Host)
+		}
+		if err := d.db.QueryRowContext(ctx, q, args...).Scan(&count); err != nil {
+			return p, fmt.Errorf("prune: %w", err)
+		}
+		// Delete the excess fraction of the samples plus 5% of them, at
+		// least one.
+		frac := float64(size-r.MaxSize)/float64(size) + 0.05
+		n := int64(math.Ceil(frac * float64(count)))
+		m, err := d.deleteOldest(ctx, r.Host, math.MaxInt64, n)
+		p.Samples += m
+		if err != nil {
+			return p, err
+		}
+	}
+	if p.Samples > 0 {
+		// Hand freed pages back (a no-op without auto_vacuum) and empty
+		// the WAL so that the files really shrink.
+		if _, err := d.db.ExecContext(ctx, `PRAGMA incremental_vacuum`); err != nil {
+			return p, fmt.Errorf("prune: incremental vacuum: %w", err)
+		}
+		if _, err := d.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return p, fmt.Errorf("prune: checkpoint: %w", err)
+		}
+		if size, err = d.Size(ctx); err != nil {
+			return p, err
+		}
+	}
+	p.Size = size
+	return p, nil
+}
+
+// deleteOldest deletes up to limit samples (all when limit < 0) older
+// than beforeMS of host (every host when ""), oldest first.
+func (d *DB) deleteOldest(ctx context.Context, host string, beforeMS, limit int64) (int64, error) {
+	var done int64
+	for limit < 0 || done < limit {
+		n := int64(pruneBatch)
+		if limit >= 0 && limit-done < n {
+			n = limit - done
+		}
+		m, err := d.deleteBatch(ctx, host, beforeMS, n)
+		done += m
+		if err != nil {
+			return done, fmt.Errorf("prune: %w", err)
+		}
+		if m < n {
+			break
+		}
+	}
+	return done, nil
+}
+
+func (d *DB) deleteBatch(ctx context.Context, host string, beforeMS, n int64) (int64, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	q := `SELECT id FROM samples WHERE ts < ? ORDER BY ts, id LIMIT ?`
+	args := []any{beforeMS, n}
+	if host != "" {
+		q = `SELECT id FROM samples WHERE host = ? AND ts < ? ORDER BY ts, id LIMIT ?`
+		args = []any{host, beforeMS, n}
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE sample_id = ?`, id); err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM samples WHERE id = ?`, id); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(ids)), tx.Commit()
+}
+
+// where builds the WHERE clause of q over samples aliased s.
+func where(q store.Query) (string, []any) {
+	since, until := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.Since.IsZero() {
+		since = store.Millis(q.Since)
+	}
+	if !q.Until.IsZero() {
+		until = store.Millis(q.Until)
+	}
+	if q.Host != "" {
+		return ` WHERE s.host = ? AND s.ts >= ? AND s.ts < ?`, []any{q.Host, since, until}
+	}
+	return ` WHERE s.ts >= ? AND s.ts < ?`, []any{since, until}
+}
+
+// The export order is (ts, host, id, seq): the samples indexes and the
+// usage primary key deliver it without a sort (see TestQueryPlan).
+const (
+	sampleCols  = `s.id, s.ts, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied`
+	usageCols   = `u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free`
+	orderSample = ` ORDER BY s.ts, s.host, s.id`
+)
+
+// query returns the SQL of q: samples joined with their rows (left join
+// when keepEmpty, so that samples without rows still appear).
+func query(q store.Query, keepEmpty bool) (string, []any) {
+	w, args := where(q)
+	if q.NoRows {
+		return `SELECT ` + sampleCols + ` FROM samples s` + w + orderSample, args
+	}
+	join := ` JOIN usage u ON u.sample_id = s.id`
+	if keepEmpty {
+		join = ` LEFT JOIN usage u ON u.sample_id = s.id`
+	}
+	return `SELECT ` + sampleCols + `, ` + usageCols + ` FROM samples s` + join + w + orderSample + `, u.seq`, args
+}
+
+// scanner reads result rows into a reused Sample.
+type scanner struct {
+	s     store.Sample
+	ts    int64
+	mem   [9]int64
+	kind  sql.NullString
+	key   sql.NullString
+	u     [10]sql.NullInt64
+	dest  []any
+	nrows bool
+}
+
+func newScanner(withRows bool) *scanner {
+	sc := &scanner{nrows: withRows}
+	sc.dest = []any{&sc.s.ID, &sc.ts, &sc.s.Host, &sc.s.BootID}
+	for i := range sc.mem {
+		sc.dest = append(sc.dest, &sc.mem[i])
+	}
+	sc.dest = append(sc.dest, &sc.s.Procs, &sc.s.Denied)
+	if withRows {
+		sc.dest = append(sc.dest, &sc.kind, &sc.key)
+		for i := range sc.u {
+			sc.dest = append(sc.dest, &sc.u[i])
+		}
+	}
+	return sc
+}
+
+// each walks rows and calls fn per sample (withRows: after its last row).
+func (d *DB) each(ctx context.Context, q store.Query, keepEmpty bool, fn func(s *store.Sample) error) error {
+	text, args := query(q, keepEmpty)
+	rows, err := d.db.QueryContext(ctx, text, args...)
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	defer rows.Close()
+	sc := newScanner(!q.NoRows)
+	var cur store.Sample
+	have := false
+	var prevID int64
+	for rows.Next() {
+		if err := rows.Scan(sc.dest...); err != nil {
+			return fmt.Errorf("read samples: %w", err)
+		}
+		if !have || sc.s.ID != prevID {
+			if have {
+				if err := fn(&cur); err != nil {
+					return err
+				}
+			}
+			have, prevID = true, sc.s.ID
+			cur.ID, cur.Host, cur.BootID, cur.Procs, cur.Denied = sc.s.ID, sc.s.Host, sc.s.BootID, sc.s.Procs, sc.s.Denied
+			cur.Time = store.FromMillis(sc.ts)
+			m := &cur.Meminfo
+			m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached = u64(sc.mem[0]), u64(sc.mem[1]), u64(sc.mem[2]), u64(sc.mem[3]), u64(sc.mem[4])
+			m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb = u64(sc.mem[5]), u64(sc.mem[6]), u64(sc.mem[7]), u64(sc.mem[8])
+			cur.Rows = cur.Rows[:0]
+		}
+		if sc.nrows && sc.kind.Valid {
+			k, err := store.ParseKind(sc.kind.String)
+			if err != nil {
+				return fmt.Errorf("read samples: sample %d: %w", sc.s.ID, err)
+			}
+			u := &sc.u
+			cur.Rows = append(cur.Rows, store.Row{
+				Kind: k, Key: sc.key.String,
+				PID: int(u[0].Int64), StartTime: u64(u[1].Int64), Count: int(u[2].Int64),
+				PSS: u64(u[3].Int64), Private: u64(u[4].Int64), Shared: u64(u[5].Int64), Swap: u64(u[6].Int64),
+				Estimated: int(u[7].Int64), MemLimit: u64(u[8].Int64), MemLimitFree: u64(u[9].Int64),
+			})
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	if have {
+		return fn(&cur)
+	}
+	return nil
+}
+
+func u64(n int64) uint64 {
+	if n < 0 {
+		return 0
+	}
+	return uint64(n)
+}
+
+// Samples calls fn for each sample matching q, in export order, rows in
+// seq order; memory is bounded by the largest sample.
+func (d *DB) Samples(ctx context.Context, q store.Query, fn func(s *store.Sample) error) error {
+	return d.each(ctx, q, true, fn)
+}
+
+// flushAt is the size at which ExportCSV hands its buffer to w.
+const flushAt = 64 << 10
+
+// ExportCSV streams table t of the samples matching q to w as CSV.
+func (d *DB) ExportCSV(ctx context.Context, q store.Query, t store.Table, w io.Writer) error {
+	if t == store.TableUsage && q.NoRows {
+		return errors.New("export: the usage table needs rows (Query.NoRows is set)")
+	}
+	if t == store.TableSamples {
+		q.NoRows = true
+	}
+	buf := store.AppendHeader(make([]byte, 0, flushAt+4096), t)
+	text, args := query(q, false)
+	rows, err := d.db.QueryContext(ctx, text, args...)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer rows.Close()
+	sc := newScanner(!q.NoRows)
+	var r store.Row
+	for rows.Next() {
+		if err := rows.Scan(sc.dest...); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		s := &sc.s
+		s.Time = store.FromMillis(sc.ts)
+		m := &s.Meminfo
+		m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached = u64(sc.mem[0]), u64(sc.mem[1]), u64(sc.mem[2]), u64(sc.mem[3]), u64(sc.mem[4])
+		m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb = u64(sc.mem[5]), u64(sc.mem[6]), u64(sc.mem[7]), u64(sc.mem[8])
+		if t == store.TableSamples {
+			buf = store.AppendSampleCSV(buf, s)
+		} else {
+			k, err := store.ParseKind(sc.kind.String)
+			if err != nil {
+				return fmt.Errorf("export: sample %d: %w", s.ID, err)
+			}
+			u := &sc.u
+			r = store.Row{
+				Kind: k, Key: sc.key.String,
+				PID: int(u[0].Int64), StartTime: u64(u[1].Int64), Count: int(u[2].Int64),
+				PSS: u64(u[3].Int64), Private: u64(u[4].Int64), Shared: u64(u[5].Int64), Swap: u64(u[6].Int64),
+				Estimated: int(u[7].Int64), MemLimit: u64(u[8].Int64), MemLimitFree: u64(u[9].Int64),
+			}
+			buf = store.AppendUsageCSV(buf, s, &r)
+		}
+		if len(buf) >= flushAt {
+			if _, err := w.Write(buf); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			buf = buf[:0]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if _, err := w.Write(buf); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// Check runs PRAGMA integrity_check and returns an error unless it says
+// "ok".
+func (d *DB) Check(ctx context.Context) error {
+	var res string
+	if err := d.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if res != "ok" {
+		return fmt.Errorf("integrity check: %s", res)
+	}
+	return nil
+}
+
+// SQL returns the underlying database handle, for tests and tools.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Close closes the database (SQLite checkpoints the WAL when the last
+// connection closes).
+func (d *DB) Close() error {
+	return d.db.Close()
+}
