@@ -2,9 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/memwho/memwho/internal/sample"
 
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
@@ -45,5 +51,158 @@ func TestMustExist(t *testing.T) {
 	_, err := Open(context.Background(), filepath.Join(t.TempDir(), "none.db"), store.OpenOptions{MustExist: true})
 	if !errors.Is(err, store.ErrNoHistory) {
 		t.Fatalf("Open(MustExist) of a missing file: err = %v, want ErrNoHistory", err)
+	}
+}
+
+// TestQueryPlan checks that reads in export order need no sort: SQLite
+// would otherwise build a temporary B-tree of every row before the first
+// one comes out, and memory or temp space would grow with the export.
+func TestQueryPlan(t *testing.T) {
+	d := openTemp(t)
+	for _, q := range []store.Query{{}, {Host: "a"}, {NoRows: true}, {Host: "a", NoRows: true}} {
+		for _, keepEmpty := range []bool{false, true} {
+			text, args := query(q, keepEmpty)
+			rows, err := d.db.Query("EXPLAIN QUERY PLAN "+text, args...)
+			if err != nil {
+				t.Fatalf("explain: %v", err)
+			}
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			rows.Close()
+			for _, p := range plan {
+				if strings.Contains(p, "TEMP B-TREE") {
+					t.Errorf("query %+v (keepEmpty %v) sorts: plan %q", q, keepEmpty, plan)
+				}
+			}
+		}
+	}
+}
+
+// TestMigrate opens a version 1 database with data (written with the
+// version 1 schema) and checks that it is brought to the current version
+// and that the old rows read back with the new columns zero.
+func TestMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range store.Migrations(store.SQLite)[0].Statements() {
+		if _, err := raw.Exec(stmt); err != nil {
+			t.Fatalf("v1 schema: %v", err)
+		}
+	}
+	for _, stmt := range []string{
+		`INSERT INTO schema_version VALUES (1)`,
+		`INSERT INTO samples (id, ts, host, mem_available) VALUES (7, 1772366400123, 'old', 1000)`,
+		`INSERT INTO usage (sample_id, seq, kind, key, pid, start_time, pss) VALUES (7, 0, 'process', 'x', 42, 99, 4096)`,
+	} {
+		if _, err := raw.Exec(stmt); err != nil {
+			t.Fatalf("v1 data: %v", err)
+		}
+	}
+	raw.Close()
+
+	d, err := Open(context.Background(), path, store.OpenOptions{MustExist: true})
+	if err != nil {
+		t.Fatalf("Open v1 database: %v", err)
+	}
+	defer d.Close()
+	if v, err := d.Version(context.Background()); err != nil || v != store.SchemaVersion {
+		t.Errorf("version after migration = %d, %v; want %d", v, err, store.SchemaVersion)
+	}
+	got := storetest.Read(t, d, store.Query{})
+	want := []store.Sample{{
+		Time: storetest.T0, Host: "old", Meminfo: sample.Meminfo{MemAvailable: 1000},
+		Rows: []store.Row{{Kind: store.KindProcess, Key: "x", PID: 42, StartTime: 99, Count: 1, PSS: 4096}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("migrated rows (-want +got):\n%s", diff)
+	}
+	// And it takes new samples.
+	storetest.Write(t, d, storetest.Samples(1, "new"))
+}
+
+func TestMigrateEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v0.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), path, store.OpenOptions{MustExist: true})
+	if err != nil {
+		t.Fatalf("Open of an empty (version 0) file: %v", err)
+	}
+	defer d.Close()
+	if v, _ := d.Version(context.Background()); v != store.SchemaVersion {
+		t.Errorf("version = %d, want %d", v, store.SchemaVersion)
+	}
+}
+
+func TestSchemaTooNew(t *testing.T) {
+	d := openTemp(t)
+	path := d.path
+	if _, err := d.db.Exec(`UPDATE schema_version SET version = ?`, store.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	_, err := Open(context.Background(), path, store.OpenOptions{})
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer database: err = %v, want ErrSchemaTooNew", err)
+	}
+	// Left untouched.
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v int
+	if err := raw.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != store.SchemaVersion+1 {
+		t.Errorf("version after refused open = %d, %v; want %d", v, err, store.SchemaVersion+1)
+	}
+}
+
+func TestPruneSize(t *testing.T) {
+	d := openTemp(t)
+	ctx := context.Background()
+	in := storetest.Samples(400, "a")
+	// Fatten the rows so that the file grows to a few MiB.
+	for i := range in {
+		for j := range in[i].Rows {
+			in[i].Rows[j].Key += strings.Repeat("k", 1000)
+		}
+	}
+	storetest.Write(t, d, in)
+	before, err := d.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := before / 2
+	p, err := d.Prune(ctx, store.Retention{MaxSize: max})
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if p.Size > max || p.Samples == 0 || p.Samples >= 400 {
+		t.Errorf("Prune(MaxSize %d) of %d bytes: deleted %d samples, size now %d", max, before, p.Samples, p.Size)
+	}
+	st, err := os.Stat(d.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > max+64<<10 {
+		t.Errorf("file is %d bytes after Prune(MaxSize %d): incremental vacuum did not shrink it", st.Size(), max)
+	}
+	got := storetest.Read(t, d, store.Query{NoRows: true})
+	if int64(len(got)) != 400-p.Samples || !got[0].Time.Equal(in[p.Samples].Time) {
+		t.Errorf("after Prune: %d samples from %v; want %d from %v (the oldest deleted)", len(got), got[0].Time, 400-p.Samples, in[p.Samples].Time)
+	}
+	if err := d.Check(ctx); err != nil {
+		t.Error(err)
 	}
 }
