@@ -1,0 +1,636 @@
+// Package engine samples the memory of every process periodically, at a
+// fraction of the cost of walking every page table on every tick.
+//
+// An [Engine] fills the same [sample.Snapshot] a report's
+// [sample.Scanner] fills, with the same figures and names (it reuses
+// package sample's rules), so a live view can use either. What differs is
+// how often each process's smaps_rollup is read.
+//
+// # How a tick works
+//
+// smaps_rollup is expensive: the kernel walks the process's page tables
+// under its mm lock, about 10x the cost of any other /proc file. So the
+// engine reads it only when it has reason to believe the figures moved:
+//
+//   - A process seen for the first time is read in full (stat, status,
+//     smaps_rollup, exe, cmdline, cgroup), like a report reads it.
+//   - Every later tick reads only /proc/PID/statm, through a descriptor the
+//     engine keeps open (one pread per process, no path lookup). statm
+//     holds the resident set size and its file-backed and shmem part, in
+//     pages; the kernel prints it in a fraction of the time of status
+//     (measured: 2.5 us against 11 us per process). A process whose
+//     resident or shared pages did not move keeps its last figures.
+//   - A process whose statm moved is re-walked (smaps_rollup only; its
+//     names stay). A change of the text size means an exec: its names are
+//     read again too.
+//   - When a process appears or exits, its parent is re-walked: a fork
+//     shares the parent's pages copy-on-write and halves their PSS without
+//     changing the parent's resident size.
+//   - Every process is re-walked in full at least every Options.FullEvery
+//     ticks, whatever its statm says, spread over the ticks by PID so that
+//     no tick carries them all.
+//
+// # Identity
+//
+// The held statm descriptor is tied to the process it was opened for:
+// once that process exits, reads fail with ESRCH even if its PID has been
+// given to a new process. So a reused PID never inherits another process's
+// figures; (PID, StartTime) identifies the record. When descriptors run
+// short (Options.MaxHeld), the rest are read by path each tick and checked
+// against their start time in /proc/PID/stat.
+//
+// # Cost budget
+//
+// A process whose smaps_rollup read took long (a heap of hundreds of GiB
+// takes seconds, and holds its mm lock while the kernel walks it) is walked
+// at most once per cost/Options.WalkBudget: with the default budget of 1%,
+// a walk that took 2 s is repeated at most every 200 s, whatever changed.
+// Its figures are then older than one tick; [Detail.SampledAt] says how old,
+// and the agent exports it.
+//
+// # Error bound
+//
+// A figure that was not re-read is the process's PSS at its last walk. A
+// process's PSS can move without its own resident pages moving only
+// through pages it shares: each shared page counts size/N for N mappers,
+// and N changes when other processes map or unmap the page. Hence, for a
+// process not re-walked since its last walk W:
+//
+//	|PSS(now) - PSS(W)| <= Shared(W)         (pages shared at W: RAM - Private)
+//	                     + Private(W) / 2    (only after a fork or KSM merge)
+//
+// The second term arises only when private pages become shared, which takes
+// a fork (its parent is then re-walked, see above) or KSM; so in practice
+// the error is bounded by the process's Shared figure, and it lasts at most
+// FullEvery ticks (longer only for processes over their cost budget, whose
+// age is shown). The host-wide sum of PSS errors is smaller still: pages
+// are conserved, so what an unchanged process gains another one loses, and
+// the re-walked ones carry their part exactly. TestPSSErrorBound measures
+// both against a full walk with 10% of the processes changing their
+// sharing every tick.
+//
+// It does not render, group or remember history (the live view keeps its
+// own per-group series).
+package engine
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/sample"
+	"golang.org/x/sys/unix"
+)
+
+// Options configures an Engine. The zero value (with Root set, or not:
+// "/proc" is the default) samples every process with exact figures.
+type Options struct {
+	// Root is the procfs mount point; "" means "/proc".
+	Root string
+	// FullEvery is K: every process is re-walked in full at least every K
+	// ticks. 0 means DefaultFullEvery; 1 walks everything every tick.
+	FullEvery int
+	// WalkBudget is the fraction of wall-clock time that reading one
+	// process's smaps_rollup may take: a walk that took d is not repeated
+	// within d/WalkBudget. 0 means DefaultWalkBudget; a negative value
+	// disables the budget.
+	WalkBudget float64
+	// Fast never reads smaps_rollup: figures are RSS-based estimates from
+	// status, as with the report's --fast.
+	Fast bool
+	// NeedUID fills Process.UID (for user filters and grouping).
+	NeedUID bool
+	// NeedCgroup fills Process.Cgroup.
+	NeedCgroup bool
+	// PIDs, when not empty, restricts sampling to these processes.
+	PIDs []int
+	// Workers bounds the parallel readers; 0 means GOMAXPROCS.
+	Workers int
+	// MaxHeld bounds the statm descriptors kept open between ticks (one
+	// per process). 0 means half of RLIMIT_NOFILE, negative none;
+	// processes beyond it are read by path and checked by start time.
+	MaxHeld int
+	// Conns counts each process's ESTABLISHED TCP sockets into
+	// Process.Conns (see package sockdiag). It walks every process's
+	// /proc/PID/fd each tick, which needs CAP_SYS_PTRACE and
+	// CAP_DAC_READ_SEARCH for other users' processes.
+	Conns bool
+}
+
+// Defaults for Options.
+const (
+	// DefaultFullEvery re-walks every process at least once a minute at
+	// the live view's one-second ticks; at 10% of processes changing per
+	// tick it keeps a tick under 0.15x of a full walk.
+	DefaultFullEvery = 60
+	// DefaultWalkBudget lets one process's page-table walks take at most
+	// 1% of wall-clock time.
+	DefaultWalkBudget = 0.01
+)
+
+// Detail is what the engine knows of one process of the last snapshot
+// beyond its figures.
+type Detail struct {
+	PID int
+	// StartTime is field 22 of /proc/PID/stat, in clock ticks since boot.
+	StartTime uint64
+	// SampledAt is when the figures were read (smaps_rollup, or status
+	// for estimates). Now minus SampledAt is the figure's age.
+	SampledAt time.Time
+	// WalkCost is how long the last smaps_rollup read took (wall clock).
+	WalkCost time.Duration
+	// Walked is true when the figures were read during the last tick.
+	Walked bool
+	// Deferred is true when the process was due for a walk during the
+	// last tick but its cost budget postponed it.
+	Deferred bool
+}
+
+// Stats describes the last tick.
+type Stats struct {
+	// Tick counts ticks since New, from 1.
+	Tick uint64
+	// Start is when the tick began; Duration is how long it took.
+	Start    time.Time
+	Duration time.Duration
+	// Checked is the number of processes whose statm was read.
+	Checked int
+	// New, Changed, Related and Forced count smaps_rollup walks by
+	// reason: first sight, statm moved, a child appeared or exited,
+	// FullEvery reached (or ForceFull).
+	New, Changed, Related, Forced int
+	// Deferred counts walks postponed by the cost budget.
+	Deferred int
+	// Unheld counts processes read by path because no descriptor could
+	// be kept for them.
+	Unheld int
+	// WalkTime is the sum of the smaps_rollup read times of this tick.
+	WalkTime time.Duration
+	// Conns reports the TCP counting of this tick (Options.Conns).
+	ConnsErr error
+}
+
+// Walks returns the number of smaps_rollup walks of the tick.
+func (s *Stats) Walks() int { return s.New + s.Changed + s.Related + s.Forced }
+
+// Engine samples processes tick by tick. It is not safe for concurrent
+// use; one goroutine calls Scan.
+type Engine struct {
+	opt     Options
+	fs      *proc.FS
+	rootfd  int
+	workers []*worker
+
+	tick      uint64
+	forceFull bool
+	recs      []record
+	free      []int32
+	byPID     map[int]int32
+	held      atomic.Int64
+	maxHeld   int64
+
+	pids    []int
+	dirbuf  []byte
+	work    []int32 // records listed this tick, in listing order
+	walks   []int32
+	details []Detail
+	stats   Stats
+	meminfo proc.Meminfo
+
+	conns *connCounter
+}
+
+// state is what a record's process came to at its last read.
+type state uint8
+
+const (
+	stExact     state = iota
+	stEstimate        // --fast, or status-based by choice
+	stDenied          // estimate because smaps_rollup was refused
+	stMalformed       // estimate because smaps_rollup did not parse
+	stKernel          // kernel thread or zombie: left out
+	stBroken          // stat or status unparsable: left out
+	stGone            // exited (or PID reused) while being read
+)
+
+// action is what a tick does to a record.
+type action uint8
+
+const (
+	actNone    action = iota
+	actNew            // read in full for the first time
+	actChanged        // statm moved: re-walk
+	actExec           // statm text moved: re-walk and read names again
+	actRelated        // a child appeared or exited: re-walk
+	actForced         // FullEvery reached: re-walk and names
+)
+
+// record is the engine's memory of one process.
+type record struct {
+	pid   int
+	fd    int // held statm descriptor, -1 when none
+	start uint64
+	st    state
+	p     sample.Process
+
+	// ref is statm as read just before the last walk: a later statm
+	// that differs means the figures moved.
+	ref statm
+
+	// due is the tick by which the process must be walked again;
+	// namesDue the one by which its names must be read again.
+	due, namesDue uint64
+	sampledAt     time.Time
+	cost      time.Duration
+
+	// nameParent is the parent's Exe that p.Name was computed with.
+	nameParent string
+	namesRead  bool // names were re-read this tick: recompute Name
+
+	// Per tick.
+	seen     uint64
+	act      action
+	full     bool   // ForceFull: read names too
+	moved    bool   // statm moved (resident or shared)
+	execed   bool   // statm text moved
+	walked   bool   // figures read this tick
+	deferred bool   // due, but over its cost budget
+	unheld   bool   // read by path: no held descriptor
+	now      statm  // statm read this tick
+}
+
+type worker struct {
+	r     *proc.Reader
+	st    proc.Stat
+	ss    proc.Status
+	ru    proc.Rollup
+	link  []byte
+	name  []byte
+	buf   [256]byte
+	names map[string]string
+	// walkTime sums this worker's smaps_rollup read times in a tick.
+	walkTime time.Duration
+}
+
+// New opens the procfs tree at opt.Root.
+func New(opt Options) (*Engine, error) {
+	if opt.Root == "" {
+		opt.Root = "/proc"
+	}
+	if opt.FullEvery <= 0 {
+		opt.FullEvery = DefaultFullEvery
+	}
+	if opt.WalkBudget == 0 {
+		opt.WalkBudget = DefaultWalkBudget
+	}
+	fs, err := proc.Open(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	rootfd, err := unix.Open(opt.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fs.Close()
+		return nil, err
+	}
+	n := opt.Workers
+	if n <= 0 {
+		n = max(1, runtimeProcs())
+	}
+	e := &Engine{opt: opt, fs: fs, rootfd: rootfd, byPID: make(map[int]int32)}
+	e.maxHeld = int64(opt.MaxHeld)
+	if e.maxHeld == 0 {
+		var rl unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+			e.maxHeld = int64(rl.Cur / 2)
+		} else {
+			e.maxHeld = 512
+		}
+	}
+	for range n {
+		e.workers = append(e.workers, &worker{
+			r:     fs.NewReader(),
+			link:  make([]byte, 0, 4096),
+			name:  make([]byte, 0, 64),
+			names: make(map[string]string),
+		})
+	}
+	if opt.Conns {
+		e.conns = newConnCounter(opt.Root)
+	}
+	return e, nil
+}
+
+// Close releases every descriptor the engine holds.
+func (e *Engine) Close() error {
+	for i := range e.recs {
+		if e.recs[i].fd >= 0 {
+			unix.Close(e.recs[i].fd)
+			e.recs[i].fd = -1
+		}
+	}
+	e.held.Store(0)
+	if e.conns != nil {
+		e.conns.close()
+	}
+	unix.Close(e.rootfd)
+	return e.fs.Close()
+}
+
+// Options returns the options in effect, defaults filled in.
+func (e *Engine) Options() Options { return e.opt }
+
+// ForceFull makes the next Scan re-walk every process, ignoring statm and
+// the cost budget: a full walk, as a report does.
+func (e *Engine) ForceFull() { e.forceFull = true }
+
+// Stats describes the last Scan.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// Details returns, for each process of the snapshot the last Scan filled
+// (same order, same length as its Procs), what the engine knows beyond the
+// figures. The slice is reused by the next Scan.
+func (e *Engine) Details() []Detail { return e.details }
+
+// Scan runs one tick and fills snap, reusing snap.Procs: the contract of
+// [sample.Scanner.Scan]. StartTime and PPID are always filled.
+func (e *Engine) Scan(snap *sample.Snapshot) error {
+	start := time.Now()
+	e.tick++
+	tick := e.tick
+	full := e.forceFull
+	e.forceFull = false
+	e.stats = Stats{Tick: tick, Start: start}
+	snap.Time = start
+	snap.Procs = snap.Procs[:0]
+	snap.Gone, snap.Denied, snap.Kernel, snap.Broken, snap.Malformed = 0, 0, 0, 0, 0
+
+	// List, and find or make each PID's record.
+	if len(e.opt.PIDs) > 0 {
+		e.pids = append(e.pids[:0], e.opt.PIDs...)
+	} else {
+		var err error
+		e.pids, e.dirbuf, err = e.fs.PIDs(e.pids, e.dirbuf)
+		if err != nil {
+			return err
+		}
+	}
+	// A real /proc lists PIDs in ascending order; snapshots are in that
+	// order whatever the tree (Snapshot.Procs is sorted by PID).
+	if !slices.IsSorted(e.pids) {
+		slices.Sort(e.pids)
+	}
+	e.work = e.work[:0]
+	for _, pid := range e.pids {
+		i, ok := e.byPID[pid]
+		if !ok {
+			i = e.alloc(pid)
+		}
+		rc := &e.recs[i]
+		rc.seen = tick
+		rc.moved, rc.execed, rc.walked, rc.deferred, rc.namesRead, rc.full = false, false, false, false, false, false
+		if !ok {
+			rc.act = actNew
+		} else {
+			rc.act = actNone
+		}
+		e.work = append(e.work, i)
+	}
+
+	// Phase 1: read new processes in full and every known one's statm.
+	e.parallel(e.work, func(w *worker, rc *record) {
+		if rc.act == actNew {
+			e.readNew(w, rc, start)
+			return
+		}
+		e.check(w, rc)
+	})
+
+	// Phase 2: decide who is re-walked.
+	e.walks = e.walks[:0]
+	for _, i := range e.work {
+		rc := &e.recs[i]
+		switch {
+		case rc.act == actNew:
+			e.stats.New++
+			if rc.st != stGone && rc.st != stKernel {
+				e.relate(rc.p.PPID, tick)
+			}
+			continue
+		case rc.st == stGone:
+			// The held descriptor says the process exited; the PID
+			// is listed again, so it belongs to a new process now.
+			e.relate(rc.p.PPID, tick)
+			e.reset(rc)
+			rc.act = actNew
+			e.walks = append(e.walks, i)
+			e.stats.New++
+			continue
+		}
+	}
+	// Records not listed this tick are gone: their parents lose the
+	// pages they shared.
+	for i := range e.recs {
+		rc := &e.recs[i]
+		if rc.pid != 0 && rc.seen != tick {
+			if rc.st != stKernel {
+				e.relate(rc.p.PPID, tick)
+			}
+			e.drop(int32(i))
+		}
+	}
+	for _, i := range e.work {
+		rc := &e.recs[i]
+		due := full || tick >= rc.due
+		if rc.act == actNew || rc.st == stKernel || rc.st == stBroken {
+			// Kernel threads and zombies have nothing to walk; a
+			// broken process is retried when due.
+			if rc.st == stBroken && due {
+				rc.act = actForced
+				e.walks = append(e.walks, i)
+				e.stats.Forced++
+			}
+			continue
+		}
+		var a action
+		switch {
+		case due:
+			a = actForced
+		case rc.execed:
+			a = actExec
+		case rc.moved:
+			a = actChanged
+		case rc.act == actRelated:
+			a = actRelated
+		default:
+			continue
+		}
+		if !full && e.opt.WalkBudget > 0 && rc.cost > 0 {
+			wait := time.Duration(float64(rc.cost) / e.opt.WalkBudget)
+			if start.Sub(rc.sampledAt) < wait {
+				rc.act = actNone
+				rc.deferred = true
+				e.stats.Deferred++
+				continue
+			}
+		}
+		rc.act = a
+		rc.full = full
+		e.walks = append(e.walks, i)
+		switch a {
+		case actForced:
+			e.stats.Forced++
+		case actExec, actChanged:
+			e.stats.Changed++
+		case actRelated:
+			e.stats.Related++
+		}
+	}
+
+	// Phase 3: walk.
+	e.parallel(e.walks, func(w *worker, rc *record) {
+		if rc.act == actNew {
+			e.readNew(w, rc, start)
+			return
+		}
+		e.rewalk(w, rc, start)
+	})
+	for _, w := range e.workers {
+		e.stats.WalkTime += w.walkTime
+		w.walkTime = 0
+	}
+
+	// Phase 4: collect, name, count.
+	if e.conns != nil {
+		e.stats.ConnsErr = e.conns.dump()
+	}
+	e.details = e.details[:0]
+	for _, i := range e.work {
+		rc := &e.recs[i]
+		switch rc.st {
+		case stGone:
+			snap.Gone++
+			e.drop(i)
+			continue
+		case stKernel:
+			snap.Kernel++
+			continue
+		case stBroken:
+			snap.Broken++
+			continue
+		case stDenied:
+			snap.Denied++
+		case stMalformed:
+			snap.Malformed++
+		}
+		e.name(rc, tick)
+		if rc.fd < 0 {
+			e.stats.Unheld++
+		}
+		if e.conns != nil {
+			rc.p.Conns = e.conns.count(rc.pid)
+		}
+		snap.Procs = append(snap.Procs, rc.p)
+		e.details = append(e.details, Detail{
+			PID: rc.pid, StartTime: rc.start, SampledAt: rc.sampledAt,
+			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred,
+		})
+	}
+	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil
+
+	snap.MeminfoOK = e.workers[0].r.Meminfo(&e.meminfo) == nil
+	if snap.MeminfoOK {
+		m := &e.meminfo
+		snap.Meminfo = sample.Meminfo{
+			MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
+			Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
+			SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, Hugetlb: m.Hugetlb,
+		}
+	}
+	e.stats.Duration = time.Since(start)
+	return nil
+}
+
+// relate marks the record of pid (a parent) for a re-walk this tick.
+func (e *Engine) relate(pid int, tick uint64) {
+	if pid <= 0 {
+		return
+	}
+	i, ok := e.byPID[pid]
+	if !ok {
+		return
+	}
+	rc := &e.recs[i]
+	if rc.seen == tick && rc.act == actNone {
+		rc.act = actRelated
+	}
+}
+
+// alloc makes a record for pid.
+func (e *Engine) alloc(pid int) int32 {
+	var i int32
+	if n := len(e.free); n > 0 {
+		i = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		e.recs = append(e.recs, record{})
+		i = int32(len(e.recs) - 1)
+	}
+	e.recs[i] = record{pid: pid, fd: -1}
+	e.byPID[pid] = i
+	return i
+}
+
+// reset forgets everything about rc's process but its PID.
+func (e *Engine) reset(rc *record) {
+	if rc.fd >= 0 {
+		unix.Close(rc.fd)
+		e.held.Add(-1)
+	}
+	seen := rc.seen
+	*rc = record{pid: rc.pid, fd: -1, seen: seen}
+}
+
+// drop forgets record i.
+func (e *Engine) drop(i int32) {
+	rc := &e.recs[i]
+	if rc.pid == 0 {
+		return
+	}
+	if rc.fd >= 0 {
+		unix.Close(rc.fd)
+		e.held.Add(-1)
+	}
+	delete(e.byPID, rc.pid)
+	*rc = record{fd: -1}
+	e.free = append(e.free, i)
+}
+
+// parallel runs f on the records idx across the workers.
+func (e *Engine) parallel(idx []int32, f func(w *worker, rc *record)) {
+	n := len(idx)
+	if n == 0 {
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	nw := min(len(e.workers), n)
+	for k := range nw {
+		w := e.workers[k]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= n {
+					return
+				}
+				f(w, &e.recs[idx[j]])
+				w.r.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
