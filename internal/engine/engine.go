@@ -243,7 +243,7 @@ type record struct {
 	// namesDue the one by which its names must be read again.
 	due, namesDue uint64
 	sampledAt     time.Time
-	cost      time.Duration
+	cost          time.Duration
 
 	// nameParent is the parent's Exe that p.Name was computed with.
 	nameParent string
@@ -252,13 +252,12 @@ type record struct {
 	// Per tick.
 	seen     uint64
 	act      action
-	full     bool   // ForceFull: read names too
-	moved    bool   // statm moved (resident or shared)
-	execed   bool   // statm text moved
-	walked   bool   // figures read this tick
-	deferred bool   // due, but over its cost budget
-	unheld   bool   // read by path: no held descriptor
-	now      statm  // statm read this tick
+	full     bool  // ForceFull: read names too
+	moved    bool  // statm moved (resident or shared)
+	execed   bool  // statm text moved
+	walked   bool  // figures read this tick
+	deferred bool  // due, but over its cost budget
+	now      statm // statm read this tick
 }
 
 type worker struct {
@@ -633,4 +632,3 @@ func (e *Engine) parallel(idx []int32, f func(w *worker, rc *record)) {
 	}
 	wg.Wait()
 }
-
