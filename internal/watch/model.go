@@ -1,0 +1,278 @@
+//go:build !notui
+
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// TUI reports whether this build has the live view (it is left out with
+// the notui build tag).
+const TUI = true
+
+// groupings is the order the g key steps through.
+var groupings = [...]sample.By{sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByPID}
+
+// sortKeys maps keys to sort columns.
+var sortKeys = map[string]SortKey{
+	"p": SortPrivate, "s": SortShared, "r": SortRAM, "w": SortSwap,
+	"c": SortCount, "n": SortName, "d": SortChange, "t": SortRate,
+}
+
+// Model is the live view: a bubbletea model whose View is a pure
+// function of its fields, so that it can be rendered at a fixed size in
+// tests. Scans run in bubbletea commands, one at a time, each filling
+// the model's snapshot before its message reaches Update.
+type Model struct {
+	opt     Options
+	sampler Sampler
+	snap    *sample.Snapshot
+	tr      *Tracker
+	st      styles
+
+	width, height int
+
+	by      sample.By
+	sortKey SortKey
+	desc    bool
+	filter  *regexp.Regexp
+
+	prompt   bool   // the filter prompt is open
+	input    string // text typed at the prompt
+	inputErr string // why the typed regex did not compile
+
+	paused   bool
+	help     bool
+	scanning bool // a scan command is running
+	ticking  bool // a tick for the next scan is pending
+	scanErr  error
+	scans    int // snapshots shown
+}
+
+// snapshotMsg says a scan finished, having filled Model.snap.
+type snapshotMsg struct {
+	err error
+	// started is when the scan began; the next one starts an interval
+	// later.
+	started time.Time
+}
+
+// tickMsg says it is time for the next scan.
+type tickMsg struct{}
+
+// NewModel returns the live view of what s samples. s may be nil in
+// tests, which feed snapshots with Add instead.
+func NewModel(s Sampler, opt Options) Model {
+	if opt.Interval <= 0 {
+		opt.Interval = 2 * time.Second
+	}
+	return Model{
+		opt:     opt,
+		sampler: s,
+		snap:    new(sample.Snapshot),
+		tr:      NewTracker(opt.Config, groupings[:]...),
+		st:      newStyles(opt.Color),
+		width:   80,
+		height:  24,
+		by:      opt.By,
+		sortKey: opt.Sort,
+		desc:    opt.Sort != SortName,
+		filter:  opt.Filter,
+	}
+}
+
+// Init starts the first scan.
+func (m Model) Init() tea.Cmd {
+	if m.sampler == nil {
+		return nil
+	}
+	return m.scanCmd()
+}
+
+func (m *Model) scanCmd() tea.Cmd {
+	m.scanning = true
+	s, snap := m.sampler, m.snap
+	return func() tea.Msg {
+		start := time.Now()
+		err := s.Scan(snap)
+		return snapshotMsg{err: err, started: start}
+	}
+}
+
+// Add records snap as the next refresh, as a finished scan does. It is
+// how tests feed the model synthetic snapshots.
+func (m *Model) Add(snap *sample.Snapshot) {
+	m.tr.Add(snap)
+	m.scans++
+}
+
+// Update handles a message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case snapshotMsg:
+		m.scanning = false
+		if msg.err != nil {
+			m.scanErr = msg.err
+		} else if !m.paused {
+			m.scanErr = nil
+			m.Add(m.snap)
+			if m.opt.Count > 0 && m.scans >= m.opt.Count {
+				return m, tea.Quit
+			}
+		}
+		if m.paused {
+			return m, nil
+		}
+		m.ticking = true
+		return m, tea.Tick(max(time.Until(msg.started.Add(m.opt.Interval)), 0), func(time.Time) tea.Msg { return tickMsg{} })
+	case tickMsg:
+		m.ticking = false
+		if m.paused || m.scanning || m.sampler == nil {
+			return m, nil
+		}
+		return m, m.scanCmd()
+	case tea.PasteMsg:
+		if m.prompt {
+			m.input += msg.Content
+			m.inputErr = ""
+		}
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := msg.String()
+	if k == "ctrl+c" {
+		return m, tea.Quit
+	}
+	if m.prompt {
+		switch k {
+		case "enter":
+			if m.input == "" {
+				m.filter, m.prompt, m.inputErr = nil, false, ""
+				break
+			}
+			re, err := regexp.Compile(m.input)
+			if err != nil {
+				m.inputErr = regexpError(err)
+				break
+			}
+			m.filter, m.prompt, m.inputErr = re, false, ""
+		case "esc":
+			m.prompt, m.inputErr = false, ""
+		case "backspace":
+			if r := []rune(m.input); len(r) > 0 {
+				m.input = string(r[:len(r)-1])
+			}
+			m.inputErr = ""
+		case "ctrl+u":
+			m.input, m.inputErr = "", ""
+		default:
+			if msg.Text != "" && msg.Mod&^tea.ModShift == 0 {
+				m.input += msg.Text
+				m.inputErr = ""
+			}
+		}
+		return m, nil
+	}
+	if m.help {
+		switch k {
+		case "q":
+			return m, tea.Quit
+		default:
+			m.help = false
+		}
+		return m, nil
+	}
+	if sk, ok := sortKeys[k]; ok {
+		m.setSort(sk)
+		return m, nil
+	}
+	switch k {
+	case "q":
+		return m, tea.Quit
+	case "left", "right":
+		step := 1
+		if k == "left" {
+			step = len(columnSortOrder) - 1
+		}
+		i := 0
+		for j, sk := range columnSortOrder {
+			if sk == m.sortKey {
+				i = j
+			}
+		}
+		m.sortKey = columnSortOrder[(i+step)%len(columnSortOrder)]
+		m.desc = m.sortKey != SortName
+	case "g", "G":
+		step := 1
+		if k == "G" {
+			step = len(groupings) - 1
+		}
+		for i, by := range groupings {
+			if by == m.by {
+				m.by = groupings[(i+step)%len(groupings)]
+				break
+			}
+		}
+	case "/":
+		m.prompt, m.inputErr = true, ""
+		m.input = ""
+		if m.filter != nil {
+			m.input = m.filter.String()
+		}
+	case "esc":
+		m.filter = nil
+	case "space":
+		m.paused = !m.paused
+		if !m.paused && !m.scanning && !m.ticking && m.sampler != nil {
+			return m, m.scanCmd()
+		}
+	case "?":
+		m.help = true
+	}
+	return m, nil
+}
+
+// setSort sorts by sk, largest first (names A to Z); choosing the
+// current column again flips the order.
+func (m *Model) setSort(sk SortKey) {
+	if sk == m.sortKey {
+		m.desc = !m.desc
+		return
+	}
+	m.sortKey, m.desc = sk, sk != SortName
+}
+
+// regexpError is a one-line description of a regexp compile error.
+func regexpError(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// RunTUI runs the live view on the terminal until q, ctrl+c, ctx's end or
+// opt.Count refreshes. The terminal is restored when it returns.
+func RunTUI(ctx context.Context, s Sampler, opt Options) error {
+	p := tea.NewProgram(NewModel(s, opt), tea.WithContext(ctx))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrInterrupted) || (errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil) {
+		return nil
+	}
+	return err
+}

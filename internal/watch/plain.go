@@ -1,0 +1,188 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// Options says what to watch and how to show it.
+type Options struct {
+	// Interval is the time between the starts of two scans. A scan that
+	// takes longer delays the next one; scans never overlap.
+	Interval time.Duration
+	// By is the grouping shown first.
+	By sample.By
+	// Sort is the column rows are sorted by; the live view puts the
+	// largest first, the plain output last (as the report does).
+	Sort SortKey
+	// Filter keeps the groups whose key matches; nil keeps all.
+	Filter *regexp.Regexp
+	// Count stops after that many refreshes; 0 runs until the context is
+	// cancelled (or q is pressed).
+	Count int
+	// Fast says the sampler reads only /proc/PID/status; the plain
+	// table's legend gives it as the reason for estimates.
+	Fast bool
+	// Color allows colour and emphasis in the live view. The plain output
+	// never uses colour: it is meant for logs.
+	Color bool
+	// Config tunes the history and the leak rule.
+	Config Config
+}
+
+// KeyHeader returns the name column's title for a grouping, as the
+// report spells it.
+func KeyHeader(by sample.By) string {
+	switch by {
+	case sample.ByPID:
+		return "Program [PID]"
+	case sample.ByUser:
+		return "User"
+	case sample.ByCgroup:
+		return "Cgroup"
+	}
+	return "Program"
+}
+
+// RunPlain is the watch for logs and pipes: every opt.Interval it scans
+// with s and writes one snapshot to w: a line with the time (RFC 3339),
+// the grouping and the interval, the report table (report.Table, groups
+// in ascending order of opt.Sort, the largest last), then one line per
+// leak suspect. Snapshots are separated by a blank line. It returns after
+// opt.Count snapshots, or nil when ctx is cancelled.
+//
+// warn, when not nil, is called with the first snapshot, for the
+// caller's warnings about estimates.
+func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
+	t := NewTracker(opt.Config, opt.By)
+	var (
+		snap  sample.Snapshot
+		buf   []byte
+		start time.Time
+	)
+	for i := 0; opt.Count <= 0 || i < opt.Count; i++ {
+		if i > 0 {
+			// The next scan starts one interval after the last one
+			// started, or at once if that one overran.
+			if d := time.Until(start.Add(opt.Interval)); d > 0 {
+				timer := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					timer.Stop()
+					return nil
+				case <-timer.C:
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		start = time.Now()
+		if err := s.Scan(&snap); err != nil {
+			return fmt.Errorf("scan: %w", err)
+		}
+		t.Add(&snap)
+		if i == 0 && warn != nil {
+			warn(&snap)
+		}
+		buf = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
+		if _, err := w.Write(buf); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return nil
+}
+
+// plainSnapshot renders one snapshot of RunPlain into buf.
+func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, sep bool) []byte {
+	if sep {
+		buf = append(buf, '\n')
+	}
+	layout := time.RFC3339
+	if opt.Interval < time.Second {
+		layout = "2006-01-02T15:04:05.000Z07:00"
+	}
+	buf = snap.Time.AppendFormat(buf, layout)
+	buf = append(buf, "  by "...)
+	buf = append(buf, opt.By.String()...)
+	buf = append(buf, ", every "...)
+	buf = append(buf, opt.Interval.String()...)
+	buf = append(buf, '\n')
+
+	rows := FilterRows(t.Rows(opt.By), opt.Filter)
+	SortRows(rows, opt.Sort, false)
+	groups := make([]sample.Group, len(rows))
+	for i := range rows {
+		groups[i] = rows[i].Group
+	}
+	var tb byteWriter
+	tb.b = buf
+	// report.Table only fails when the writer does; byteWriter never does.
+	_ = report.Table(&tb, groups, sample.Total(groups), snap, report.Options{
+		KeyHeader: KeyHeader(opt.By),
+		By:        opt.By.String(),
+		ShowCount: opt.By != sample.ByPID,
+		Fast:      opt.Fast,
+	})
+	buf = tb.b
+	// Leak suspects, largest rate first.
+	SortRows(rows, SortRate, true)
+	for i := range rows {
+		r := &rows[i]
+		if !r.Leak {
+			continue
+		}
+		buf = append(buf, "leak suspect: "...)
+		buf = report.Sanitize(buf, r.Key)
+		buf = append(buf, "  "...)
+		buf = appendRate(buf, r.RateMiBPerMin())
+		buf = append(buf, " MiB/min over "...)
+		buf = strconv.AppendInt(buf, int64(len(r.History)), 10)
+		buf = append(buf, " samples, "...)
+		buf = appendChange(buf, r.Change)
+		buf = append(buf, " since "...)
+		buf = r.Since.In(snap.Time.Location()).AppendFormat(buf, time.TimeOnly)
+		buf = append(buf, '\n')
+	}
+	return buf
+}
+
+type byteWriter struct{ b []byte }
+
+func (w *byteWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// appendRate appends a rate in MiB/min with a sign and one decimal
+// ("+60.0", "-0.3", "0.0").
+func appendRate(dst []byte, r float64) []byte {
+	if r > -0.05 && r < 0.05 {
+		return append(dst, "0.0"...)
+	}
+	if r > 0 {
+		dst = append(dst, '+')
+	}
+	return strconv.AppendFloat(dst, r, 'f', 1, 64)
+}
+
+// appendChange appends a signed byte count in binary units ("+1.5 MiB",
+// "-512 B", "0 B").
+func appendChange(dst []byte, d int64) []byte {
+	switch {
+	case d > 0:
+		dst = append(dst, '+')
+		return report.HumanBytes(dst, uint64(d))
+	case d < 0:
+		dst = append(dst, '-')
+		return report.HumanBytes(dst, uint64(-(d+1))+1)
+	}
+	return append(dst, "0 B"...)
+}

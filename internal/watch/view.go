@@ -1,0 +1,445 @@
+//go:build !notui
+
+package watch
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// The screen is, from the top: a title line (time, interval, grouping),
+// a totals line (processes against MemTotal and SwapTotal), a status line
+// (key hints, the filter, its prompt or an error), the column titles, one
+// line per group as far as the height allows, and the total. No line is
+// ever wider than the terminal: columns are dropped by priority when it
+// is narrow, the name is cut to what is left, and every line is cut to
+// the width as a last resort.
+
+// colID names a column of the table, in display order.
+type colID uint8
+
+const (
+	colPrivate colID = iota
+	colShared
+	colRAM
+	colSwap
+	colProcs
+	colChange
+	colRate
+	colTrend
+	colLeak
+	colName
+	numCols
+)
+
+// colDef describes a column: its title, width in cells, and the sort key
+// its title is marked with.
+type colDef struct {
+	title string
+	width int
+	sort  SortKey
+	right bool
+}
+
+var colDefs = [numCols]colDef{
+	colPrivate: {"Private", 10, SortPrivate, true},
+	colShared:  {"Shared", 10, SortShared, true},
+	colRAM:     {"RAM used", 11, SortRAM, true},
+	colSwap:    {"Swap", 11, SortSwap, true},
+	colProcs:   {"Procs", 6, SortCount, true},
+	colChange:  {"Change", 11, SortChange, true},
+	colRate:    {"MiB/min", 8, SortRate, true},
+	colTrend:   {"Trend", SparkWidth, numSortKeys, false},
+	colLeak:    {"Leak", 4, numSortKeys, false},
+	colName:    {"", 0, SortName, false},
+}
+
+// optionalCols are added, in this order, while the name keeps
+// minNameWidth cells; RAM, Change, MiB/min and the name are always shown.
+var optionalCols = [...]colID{colSwap, colLeak, colTrend, colProcs, colPrivate, colShared}
+
+// columnSortOrder is the order the left and right keys step through.
+var columnSortOrder = [...]SortKey{SortPrivate, SortShared, SortRAM, SortSwap, SortCount, SortChange, SortRate, SortName}
+
+const minNameWidth = 16
+
+// headerLines is the number of lines above the rows (title, totals,
+// status, column titles); one more, the total, is below them.
+const headerLines = 4
+
+// layout chooses the columns for a width: shown[c] says whether column c
+// is on screen, and nameWidth is what the name column gets.
+func layout(width int, by sample.By) (shown [numCols]bool, nameWidth int) {
+	used := 0
+	add := func(c colID) { shown[c] = true; used += colDefs[c].width + 1 }
+	add(colRAM)
+	add(colChange)
+	add(colRate)
+	for _, c := range optionalCols {
+		if c == colProcs && by == sample.ByPID {
+			continue // one process per group: the count says nothing
+		}
+		if used+colDefs[c].width+1+minNameWidth <= width {
+			add(c)
+		}
+	}
+	shown[colName] = true
+	return shown, max(width-used, minNameWidth)
+}
+
+// styles holds the emphasis of the screen; with colour off every style
+// is the identity.
+type styles struct {
+	on                                      bool
+	title, header, sorted, leak, warn, hint lipgloss.Style
+}
+
+func newStyles(color bool) styles {
+	s := styles{on: color}
+	if color {
+		s.title = lipgloss.NewStyle().Bold(true)
+		s.header = lipgloss.NewStyle().Reverse(true)
+		s.sorted = lipgloss.NewStyle().Reverse(true).Bold(true)
+		s.leak = lipgloss.NewStyle().Foreground(lipgloss.Red).Bold(true)
+		s.warn = lipgloss.NewStyle().Foreground(lipgloss.Yellow).Bold(true)
+		s.hint = lipgloss.NewStyle().Faint(true)
+	}
+	return s
+}
+
+func (s *styles) render(st lipgloss.Style, text string) string {
+	if !s.on || text == "" {
+		return text
+	}
+	return st.Render(text)
+}
+
+// View renders the screen. It reads the model and nothing else.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.screen())
+	v.AltScreen = true
+	v.WindowTitle = "memwho watch"
+	return v
+}
+
+// screen is the content of View, one string of lines joined by "\n".
+func (m Model) screen() string {
+	w, h := max(m.width, 1), max(m.height, 1)
+	var lines []string
+	lines = append(lines, m.titleLine())
+	if m.scans == 0 {
+		lines = append(lines, "reading /proc…")
+		return m.finish(lines, w, h)
+	}
+	lines = append(lines, m.totalsLine())
+	if m.help {
+		lines = append(lines, m.helpLines()...)
+		return m.finish(lines, w, h)
+	}
+	all := m.tr.Rows(m.by)
+	rows := append([]Row(nil), all...)
+	rows = FilterRows(rows, m.filter)
+	SortRows(rows, m.sortKey, m.desc)
+	lines = append(lines, m.statusLine(len(rows), len(all)))
+
+	shown, nameW := layout(w, m.by)
+	lines = append(lines, m.columnTitles(shown, nameW))
+	room := max(h-headerLines-1, 0)
+	hidden := 0
+	if len(rows) > room {
+		hidden = len(rows) - room
+	}
+	var buf []byte
+	for i := range rows[:len(rows)-hidden] {
+		buf = m.row(buf[:0], &rows[i], shown, nameW, false, 0)
+		lines = append(lines, string(buf))
+	}
+	total := Row{Group: sample.Total(groupsOf(rows))}
+	buf = m.row(buf[:0], &total, shown, nameW, true, hidden)
+	lines = append(lines, string(buf))
+	return m.finish(lines, w, h)
+}
+
+// finish keeps the first h lines, cuts each to w cells and joins them.
+func (m Model) finish(lines []string, w, h int) string {
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			lines[i] = ansi.Truncate(l, w, "")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func groupsOf(rows []Row) []sample.Group {
+	gs := make([]sample.Group, len(rows))
+	for i := range rows {
+		gs[i] = rows[i].Group
+	}
+	return gs
+}
+
+func (m Model) titleLine() string {
+	var b []byte
+	b = append(b, "memwho watch"...)
+	if m.scans > 0 {
+		b = append(b, "  "...)
+		b = m.tr.Info().Time.AppendFormat(b, time.TimeOnly)
+	}
+	b = append(b, "  every "...)
+	b = append(b, m.opt.Interval.String()...)
+	b = append(b, "  by "...)
+	b = append(b, m.by.String()...)
+	if m.scans > 0 {
+		b = append(b, "  "...)
+		b = strconv.AppendInt(b, int64(m.tr.Info().Procs), 10)
+		b = append(b, " processes"...)
+	}
+	s := m.st.render(m.st.title, string(b))
+	if m.paused {
+		s += "  " + m.st.render(m.st.warn, "PAUSED (space resumes)")
+	}
+	return s
+}
+
+func (m Model) totalsLine() string {
+	info := m.tr.Info()
+	var b []byte
+	b = append(b, "RAM "...)
+	b = report.HumanBytes(b, info.Total.RAM)
+	if info.MeminfoOK {
+		b = append(b, " of "...)
+		b = report.HumanBytes(b, info.Meminfo.MemTotal)
+	}
+	b = append(b, "  Swap "...)
+	b = report.HumanBytes(b, info.Total.Swap)
+	switch {
+	case info.MeminfoOK && info.Meminfo.SwapTotal == 0:
+		b = append(b, " (no swap)"...)
+	case info.MeminfoOK:
+		b = append(b, " of "...)
+		b = report.HumanBytes(b, info.Meminfo.SwapTotal)
+	}
+	s := string(b)
+	if n := info.Total.Estimated; n > 0 {
+		s += "  " + m.st.render(m.st.warn, strconv.Itoa(n)+plural(n, " estimate", " estimates")+" (~)")
+	}
+	leaks := 0
+	for _, r := range m.tr.Rows(m.by) {
+		if r.Leak {
+			leaks++
+		}
+	}
+	if leaks > 0 {
+		s += "  " + m.st.render(m.st.leak, strconv.Itoa(leaks)+plural(leaks, " leak suspect", " leak suspects"))
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (m Model) statusLine(shown, all int) string {
+	switch {
+	case m.prompt:
+		b := append([]byte("filter: "), report.Sanitize(nil, m.input)...)
+		s := string(b) + "█"
+		if m.inputErr != "" {
+			return s + "  " + m.st.render(m.st.warn, "bad regex: "+string(report.Sanitize(nil, m.inputErr)))
+		}
+		return s + "  " + m.st.render(m.st.hint, "Enter applies, Esc cancels")
+	case m.scanErr != nil:
+		return m.st.render(m.st.warn, "scan failed: "+string(report.Sanitize(nil, m.scanErr.Error())))
+	case m.filter != nil:
+		b := append([]byte("filter /"), report.Sanitize(nil, m.filter.String())...)
+		b = append(b, "/  "...)
+		b = strconv.AppendInt(b, int64(shown), 10)
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(all), 10)
+		b = append(b, " groups"...)
+		return string(b) + "  " + m.st.render(m.st.hint, "/ edits, Esc clears")
+	}
+	return m.st.render(m.st.hint, "p s r w c n d t sort  ←→ column  g group  / filter  space pause  ? help  q quit")
+}
+
+func (m Model) columnTitles(shown [numCols]bool, nameW int) string {
+	var sb strings.Builder
+	for c := range numCols {
+		if !shown[c] {
+			continue
+		}
+		d := colDefs[c]
+		title, width := d.title, d.width
+		if c == colName {
+			title, width = KeyHeader(m.by), nameW
+		}
+		st := m.st.header
+		if d.sort == m.sortKey {
+			st = m.st.sorted
+			if m.desc {
+				title += "▼"
+			} else {
+				title += "▲"
+			}
+		}
+		var cell string
+		if d.right {
+			cell = padLeft(title, width)
+		} else {
+			cell = padRight(title, width)
+		}
+		if c < colName {
+			cell += " "
+		}
+		sb.WriteString(m.st.render(st, cell))
+	}
+	return sb.String()
+}
+
+// row renders one group (or, with isTotal, the total of the filtered
+// groups with hidden of them not on screen).
+func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal bool, hidden int) []byte {
+	ramMark, swapMark := marks(&r.Group)
+	for c := range numCols {
+		if !shown[c] {
+			continue
+		}
+		width := colDefs[c].width
+		var tmp []byte
+		switch c {
+		case colPrivate:
+			if !isTotal {
+				tmp = report.HumanBytes(tmp, r.Private)
+			}
+		case colShared:
+			if !isTotal {
+				tmp = report.HumanBytes(tmp, r.Shared)
+			}
+		case colRAM:
+			tmp = appendMarked(tmp, ramMark, r.RAM)
+		case colSwap:
+			tmp = appendMarked(tmp, swapMark, r.Swap)
+		case colProcs:
+			tmp = strconv.AppendInt(tmp, int64(r.Count), 10)
+		case colChange:
+			if !isTotal {
+				tmp = appendChange(tmp, r.Change)
+			}
+		case colRate:
+			if !isTotal && len(r.History) >= 2 {
+				tmp = appendRate(tmp, r.RateMiBPerMin())
+			}
+		case colTrend:
+			if !isTotal {
+				tmp = AppendSpark(tmp, r.History, SparkWidth)
+			}
+		case colLeak:
+			if r.Leak {
+				buf = append(buf, m.st.render(m.st.leak, "LEAK")...)
+				buf = append(buf, ' ')
+				continue
+			}
+		case colName:
+			var name string
+			if isTotal {
+				name = "total"
+				if hidden > 0 {
+					name += " (" + strconv.Itoa(hidden) + " more not shown)"
+				}
+			} else {
+				name = string(report.Sanitize(nil, r.Key))
+			}
+			if ansi.StringWidth(name) > nameW {
+				name = ansi.Truncate(name, nameW, "…")
+			}
+			buf = append(buf, name...)
+			continue
+		}
+		if colDefs[c].right {
+			buf = append(buf, padLeft(string(tmp), width)...)
+		} else {
+			buf = append(buf, padRight(string(tmp), width)...)
+		}
+		buf = append(buf, ' ')
+	}
+	return buf
+}
+
+// marks returns the report's markers for g's RAM and swap: '~' for a
+// status-based estimate, '*' for swap counted in full; 0 for none.
+func marks(g *sample.Group) (ram, swap byte) {
+	if g.Estimated > 0 {
+		ram = '~'
+		if g.Swap > 0 {
+			swap = '~'
+		}
+		return ram, swap
+	}
+	if g.SwapPssMissing && g.Swap > 0 {
+		swap = '*'
+	}
+	return 0, swap
+}
+
+func appendMarked(dst []byte, mark byte, n uint64) []byte {
+	if mark != 0 {
+		dst = append(dst, mark)
+	}
+	return report.HumanBytes(dst, n)
+}
+
+func padLeft(s string, width int) string {
+	if n := width - ansi.StringWidth(s); n > 0 {
+		return strings.Repeat(" ", n) + s
+	}
+	return s
+}
+
+func padRight(s string, width int) string {
+	if n := width - ansi.StringWidth(s); n > 0 {
+		return s + strings.Repeat(" ", n)
+	}
+	return s
+}
+
+func (m Model) helpLines() []string {
+	c := m.tr.Config()
+	return []string{
+		"",
+		m.st.render(m.st.title, "Keys"),
+		"  p s r w c n d t  sort by private, shared, RAM, swap, count, name, change",
+		"                   or rate; the same key again reverses the order",
+		"  ← →              previous / next sort column",
+		"  g G              next / previous grouping: program, user, cgroup, pid",
+		"  /                filter groups by a regular expression (Go syntax):",
+		"                   Enter applies, Esc cancels, empty shows all",
+		"  Esc              clear the filter",
+		"  space            pause / resume sampling",
+		"  ?                this help (any key closes it)",
+		"  q  ctrl+c        quit",
+		"",
+		m.st.render(m.st.title, "Columns"),
+		"  RAM used = Private + Shared: proportional set size (PSS); Swap is SwapPss",
+		"  ~ estimate from /proc/PID/status (RSS)   * swap counted in full (no SwapPss)",
+		"  Change    RAM now minus RAM when the group was first seen",
+		"  MiB/min   growth: Theil–Sen slope over the last " + strconv.Itoa(c.Window) + " samples",
+		"  Trend     RAM over the last " + strconv.Itoa(SparkWidth) + " samples, lowest ▁ to highest █",
+		"  LEAK      grew steadily over the last " + strconv.Itoa(c.Window) + " samples: at least " + strconv.Itoa(c.LeakMinSamples) + " samples,",
+		"            slope ≥ " + strconv.FormatFloat(c.LeakMinRate*60/miB, 'f', -1, 64) + " MiB/min, ≥ " + strconv.Itoa(int(c.LeakMonotone*100+0.5)) + "% of steps not down, no step",
+		"            over " + strconv.Itoa(int(c.LeakMaxStep*100+0.5)) + "% of the growth",
+	}
+}
