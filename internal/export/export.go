@@ -3,10 +3,11 @@
 //
 // # Shape of the pipeline
 //
-// A [Source] writes the CSV bytes (header first) to an [io.Writer]: a
-// SQLite source formats rows one at a time with an [Encoder]; a PostgreSQL
-// source hands the writer to COPY ... TO STDOUT, so no row objects exist
-// at all. [Run] sits between the source and the destination:
+// A [Source] writes the CSV bytes (header first) to an [io.Writer]: in
+// memwho it is the Store.ExportCSV method of package store, which formats SQLite rows one at a
+// time (rows.Next) or hands the writer to PostgreSQL's COPY ... TO STDOUT,
+// so that no row objects exist at all. [Run] sits between the source and
+// the destination:
 //
 //	source ──► blocks of BlockSize bytes ──► gzip (own goroutine) ──► bufio ──► dst
 //
@@ -21,9 +22,8 @@
 // The same bytes from the source give the same output, byte for byte: the
 // gzip header carries no name and no modification time (MTIME 0), the
 // compressor sees the same byte stream however the source split its
-// writes, and [Encoder] formats numbers and times with fixed rules. Row
-// order and column order are the source's job (ORDER BY, a fixed column
-// list).
+// writes. Row order, column order and the formatting of values are the
+// source's job (package store fixes them).
 //
 // # Restarting
 //
@@ -31,8 +31,9 @@
 // bytes each time it is called, so an upload that failed halfway can call
 // Run again on a new destination (see package upload/sftp).
 //
-// The package does not open databases or files; it does not know the
-// schema beyond the helpers for formatting values.
+// The package does not open databases or files and knows nothing of the
+// schema.
+
 package export
 
 import (
