@@ -393,6 +393,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 			rc.act = actNew
 		} else {
 			rc.act = actNone
+			e.stats.Checked++
 		}
 		e.work = append(e.work, i)
 	}

@@ -103,7 +103,7 @@ func compareSnaps(t *testing.T, got, want *sample.Snapshot, opt Options) {
 // forced walk; a changed statm makes the engine walk it at once.
 func TestUnchangedKeepsFigures(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	e := newEngine(t, Options{Root: root, FullEvery: 1000, MaxHeld: -1})
+	e := newEngine(t, Options{Root: root, FullEvery: 1000, MaxHeld: -1, WalkBudget: -1})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestUnchangedKeepsFigures(t *testing.T) {
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.Stats(); st.Walks() != 0 || st.Checked != 0 && st.Checked != len(snap.Procs) {
+	if st := e.Stats(); st.Walks() != 0 || st.Checked != len(snap.Procs) {
 		t.Errorf("tick 2: walks = %d (%+v), want 0", st.Walks(), st)
 	}
 	if got := find(&snap, pid).RAM; got != ram {
@@ -142,6 +142,41 @@ func TestUnchangedKeepsFigures(t *testing.T) {
 		if want := snap.Procs[i].PID == pid; d.Walked != want {
 			t.Errorf("pid %d: Walked = %v, want %v", d.PID, d.Walked, want)
 		}
+	}
+}
+
+// TestBudget: a process whose walk costs more than its budget allows is
+// not walked again, however its statm moves, and says so.
+func TestBudget(t *testing.T) {
+	root := proctest.Root(t, "../proc/testdata/basic.txtar")
+	// A budget so small that any walk postpones the next one for hours.
+	e := newEngine(t, Options{Root: root, FullEvery: 1, WalkBudget: 1e-12})
+	var snap sample.Snapshot
+	if err := e.Scan(&snap); err != nil {
+		t.Fatal(err)
+	}
+	pid := snap.Procs[0].PID
+	statm := filepath.Join(root, itoa(pid), "statm")
+	f := strings.Fields(readFile(t, statm))
+	f[1] += "1"
+	writeFile(t, statm, strings.Join(f, " ")+"\n")
+	if err := e.Scan(&snap); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Stats()
+	if st.Walks() != 0 || st.Deferred != len(snap.Procs) {
+		t.Errorf("walks %d deferred %d, want 0 and %d", st.Walks(), st.Deferred, len(snap.Procs))
+	}
+	for _, d := range e.Details() {
+		if !d.Deferred || d.Walked || d.WalkCost <= 0 || d.SampledAt.After(st.Start) {
+			t.Errorf("pid %d: %+v, want deferred with its cost and first sample time", d.PID, d)
+		}
+	}
+	// ForceFull ignores the budget.
+	e.ForceFull()
+	e.Scan(&snap)
+	if st := e.Stats(); st.Forced != len(snap.Procs) {
+		t.Errorf("after ForceFull: forced %d, want %d", st.Forced, len(snap.Procs))
 	}
 }
 
