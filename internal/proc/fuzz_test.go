@@ -264,7 +264,7 @@ func leadingUint(s string) (uint64, error) {
 	return strconv.ParseUint(s[:end], 10, 64)
 }
 
-var uidLine = regexp.MustCompile(`^[ \t]*([0-9]+)[ \t]*([0-9]+)`)
+var uidLine = regexp.MustCompile(`^[ \t]*([0-9]+)[ \t]+([0-9]+)`)
 
 func FuzzParseStatus(f *testing.F) {
 	seeds(f, "status")
