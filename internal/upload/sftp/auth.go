@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -46,29 +47,49 @@ func (e *HostKeyError) Error() string {
 }
 
 // KnownHosts returns a callback that accepts only host keys listed in the
-// known_hosts files, and the host key algorithms to ask addr for: those
-// of the keys known for it. Without that list the server may offer, say,
-// its RSA key when known_hosts holds only its ed25519 key, and the check
-// would fail although the host is known.
-func KnownHosts(addr string, files ...string) (ssh.HostKeyCallback, []string, error) {
+// open known_hosts files, and the host key algorithms to ask addr for:
+// those of the keys known for it. Without that list the server may offer,
+// say, its RSA key when known_hosts holds only its ed25519 key, and the
+// check would fail although the host is known.
+//
+// The files are read through /proc/self/fd, so that the caller decides
+// with which identity they are opened; errors name them by their Name.
+func KnownHosts(addr string, files ...*os.File) (ssh.HostKeyCallback, []string, error) {
 	if len(files) == 0 {
 		return nil, nil, errors.New("no known_hosts file")
 	}
-	cb, err := knownhosts.New(files...)
+	var paths, names []string
+	rename := map[string]string{}
+	for _, f := range files {
+		p := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+		paths = append(paths, p)
+		names = append(names, f.Name())
+		rename[p] = f.Name()
+	}
+	cb, err := knownhosts.New(paths...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read known_hosts: %w", err)
+		msg := err.Error()
+		for p, n := range rename {
+			msg = strings.ReplaceAll(msg, p, n)
+		}
+		return nil, nil, fmt.Errorf("read known_hosts: %s", msg)
 	}
 	check := func(host string, remote net.Addr, key ssh.PublicKey) error {
 		err := cb(host, remote, key)
 		if err == nil {
 			return nil
 		}
-		he := &HostKeyError{Addr: host, Offered: key, Files: files}
+		he := &HostKeyError{Addr: host, Offered: key, Files: names}
 		var ke *knownhosts.KeyError
 		var re *knownhosts.RevokedError
 		switch {
 		case errors.As(err, &ke):
-			he.Known = ke.Want
+			for _, k := range ke.Want {
+				if n, ok := rename[k.Filename]; ok {
+					k.Filename = n
+				}
+				he.Known = append(he.Known, k)
+			}
 		case errors.As(err, &re):
 			he.Revoked = true
 		default:

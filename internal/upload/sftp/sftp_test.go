@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,7 +95,12 @@ func config(t *testing.T, s *sshtest.Server, addr, knownHosts, name string) Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, algos, err := KnownHosts(addr, knownHosts)
+	f, err := os.Open(knownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cb, algos, err := KnownHosts(addr, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +293,9 @@ func TestHostKeyChecked(t *testing.T) {
 			}
 			if got := len(he.Known) > 0; got != tc.mismatch {
 				t.Errorf("HostKeyError %q: mismatch = %v, want %v", he, got, tc.mismatch)
+			}
+			if msg := he.Error(); !strings.Contains(msg, tc.knownHosts) || strings.Contains(msg, "/proc/self/fd") {
+				t.Errorf("HostKeyError %q does not name the file %s", msg, tc.knownHosts)
 			}
 			if res.Attempts != 1 || calls.Load() != 0 {
 				t.Errorf("%d attempts, %d producer calls; want 1 attempt and none", res.Attempts, calls.Load())
