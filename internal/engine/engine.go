@@ -50,24 +50,32 @@
 //
 // # Error bound
 //
-// A figure that was not re-read is the process's PSS at its last walk. A
-// process's PSS can move without its own resident pages moving only
-// through pages it shares: each shared page counts size/N for N mappers,
-// and N changes when other processes map or unmap the page. Hence, for a
-// process not re-walked since its last walk W:
+// A figure that was not re-read is the process's PSS at its last walk W.
+// Without a change of its own resident pages (which statm would show),
+// a process's PSS still moves when other processes map or unmap pages it
+// maps: each page counts size/N for its N mappers. Its private anonymous
+// pages stay its own (only a fork or a KSM merge can share them, and a
+// fork re-walks the parent, see above), every other page counts at most
+// in full and more than zero. So
 //
-//	|PSS(now) - PSS(W)| <= Shared(W)         (pages shared at W: RAM - Private)
-//	                     + Private(W) / 2    (only after a fork or KSM merge)
+//	PrivateAnon(W) < PSS(now) <= RSS(W)
 //
-// The second term arises only when private pages become shared, which takes
-// a fork (its parent is then re-walked, see above) or KSM; so in practice
-// the error is bounded by the process's Shared figure, and it lasts at most
-// FullEvery ticks (longer only for processes over their cost budget, whose
-// age is shown). The host-wide sum of PSS errors is smaller still: pages
-// are conserved, so what an unchanged process gains another one loses, and
-// the re-walked ones carry their part exactly. TestPSSErrorBound measures
-// both against a full walk with 10% of the processes changing their
-// sharing every tick.
+// and the stale figure, itself in that range, is off by at most
+//
+//	Bound = RSS(W) - PrivateAnon(W)
+//
+// the memory the process shares or could share: file-backed and shmem
+// pages, and anonymous pages shared copy-on-write. smaps_rollup has no
+// PrivateAnon line; the engine uses the lower estimate
+// Anonymous + Private_Clean + Private_Dirty - Rss, which keeps the bound
+// safe. The bound holds for at most FullEvery ticks (longer only for a
+// process over its cost budget, whose age is shown); [Detail.Bound] gives
+// it per process. SwapPss moves the same way for shared swapped pages.
+//
+// The bound is loose: the errors measured are far smaller.
+// TestPSSErrorBound measures them against full walks, with 10% of the
+// processes changing their sharing every tick; docs/agent.md has the
+// figures.
 //
 // It does not render, group or remember history (the live view keeps its
 // own per-group series).
@@ -146,6 +154,10 @@ type Detail struct {
 	// Deferred is true when the process was due for a walk during the
 	// last tick but its cost budget postponed it.
 	Deferred bool
+	// Bound is the most, in bytes, by which RAM can be off when the
+	// figure was not walked this tick (see "Error bound" in the package
+	// documentation); 0 for estimates.
+	Bound uint64
 }
 
 // Stats describes the last tick.
@@ -173,7 +185,7 @@ type Stats struct {
 }
 
 // Walks returns the number of smaps_rollup walks of the tick.
-func (s *Stats) Walks() int { return s.New + s.Changed + s.Related + s.Forced }
+func (s Stats) Walks() int { return s.New + s.Changed + s.Related + s.Forced }
 
 // Engine samples processes tick by tick. It is not safe for concurrent
 // use; one goroutine calls Scan.
@@ -244,6 +256,7 @@ type record struct {
 	due, namesDue uint64
 	sampledAt     time.Time
 	cost          time.Duration
+	bound         uint64 // error bound of a stale figure, bytes
 
 	// nameParent is the parent's Exe that p.Name was computed with.
 	nameParent string
@@ -534,7 +547,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		snap.Procs = append(snap.Procs, rc.p)
 		e.details = append(e.details, Detail{
 			PID: rc.pid, StartTime: rc.start, SampledAt: rc.sampledAt,
-			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred,
+			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred, Bound: rc.bound,
 		})
 	}
 	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil

@@ -218,6 +218,7 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 			rc.cost = d
 			w.walkTime += d
 			sample.ExactFigures(p, &w.ru)
+			rc.bound = errorBound(&w.ru)
 		case err == proc.ErrNoMM:
 			rc.st = stKernel
 			return
@@ -252,6 +253,7 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		}
 		if st != stExact {
 			sample.EstimateFigures(p, &w.ss)
+			rc.bound = 0
 		}
 	}
 
@@ -304,6 +306,18 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 	rc.ref = rc.now
 	rc.sampledAt = now
 	rc.walked = true
+}
+
+// errorBound is RSS minus a lower estimate of the private anonymous
+// pages: the most a stale PSS figure can be off by (see the package
+// documentation).
+func errorBound(ru *proc.Rollup) uint64 {
+	priv := ru.PrivateClean + ru.PrivateDirty
+	var privAnon uint64
+	if ru.Anonymous+priv > ru.Rss {
+		privAnon = ru.Anonymous + priv - ru.Rss
+	}
+	return ru.Rss - min(privAnon, ru.Rss)
 }
 
 // name sets rc's program name, looking up its parent's executable.
