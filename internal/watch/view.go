@@ -190,26 +190,25 @@ func groupsOf(rows []Row) []sample.Group {
 }
 
 func (m Model) titleLine() string {
-	var b []byte
-	b = append(b, "memwho watch"...)
-	if m.scans > 0 {
-		b = append(b, "  "...)
-		b = m.tr.Info().Time.AppendFormat(b, time.TimeOnly)
-	}
-	b = append(b, "  every "...)
-	b = append(b, m.opt.Interval.String()...)
-	b = append(b, "  by "...)
-	b = append(b, m.by.String()...)
-	if m.scans > 0 {
-		b = append(b, "  "...)
-		b = strconv.AppendInt(b, int64(m.tr.Info().Procs), 10)
-		b = append(b, " processes"...)
-	}
-	s := m.st.render(m.st.title, string(b))
+	parts := make([]string, 0, 6)
+	parts = append(parts, m.st.render(m.st.title, "memwho watch"))
 	if m.paused {
-		s += "  " + m.st.render(m.st.warn, "PAUSED (space resumes)")
+		// Up front, where a narrow terminal cannot cut it off.
+		parts = append(parts, m.st.render(m.st.warn, "PAUSED"))
 	}
-	return s
+	info := m.tr.Info()
+	if m.scans > 0 {
+		parts = append(parts, info.Time.Format(time.TimeOnly))
+	}
+	parts = append(parts, "every "+m.opt.Interval.String(), "by "+m.by.String())
+	if m.scans > 0 {
+		p := strconv.Itoa(info.Procs) + " processes"
+		if n := info.Total.Estimated; n > 0 {
+			p += " " + m.st.render(m.st.warn, "("+strconv.Itoa(n)+plural(n, " estimate", " estimates")+" ~)")
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "  ")
 }
 
 func (m Model) totalsLine() string {
@@ -231,9 +230,6 @@ func (m Model) totalsLine() string {
 		b = report.HumanBytes(b, info.Meminfo.SwapTotal)
 	}
 	s := string(b)
-	if n := info.Total.Estimated; n > 0 {
-		s += "  " + m.st.render(m.st.warn, strconv.Itoa(n)+plural(n, " estimate", " estimates")+" (~)")
-	}
 	leaks := 0
 	for _, r := range m.tr.Rows(m.by) {
 		if r.Leak {
@@ -272,6 +268,9 @@ func (m Model) statusLine(shown, all int) string {
 		b = strconv.AppendInt(b, int64(all), 10)
 		b = append(b, " groups"...)
 		return string(b) + "  " + m.st.render(m.st.hint, "/ edits, Esc clears")
+	}
+	if m.paused {
+		return m.st.render(m.st.hint, "paused: space resumes  ? help  q quit")
 	}
 	return m.st.render(m.st.hint, "p s r w c n d t sort  ←→ column  g group  / filter  space pause  ? help  q quit")
 }
@@ -358,7 +357,7 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 			if isTotal {
 				name = "total"
 				if hidden > 0 {
-					name += " (" + strconv.Itoa(hidden) + " more not shown)"
+					name += " (" + strconv.Itoa(hidden) + " hidden)"
 				}
 			} else {
 				name = string(report.Sanitize(nil, r.Key))

@@ -1,0 +1,336 @@
+//go:build !notui
+
+package watch
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// key returns the key press bubbletea delivers for a key name: "space",
+// "enter", "esc", "backspace", "left", "right", "ctrl+c" or one
+// character.
+func key(name string) tea.KeyPressMsg {
+	switch name {
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "ctrl+u":
+		return tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl}
+	}
+	r := []rune(name)
+	if len(r) != 1 {
+		panic("key: unknown key " + name)
+	}
+	k := tea.KeyPressMsg{Code: r[0], Text: name}
+	if strings.ToUpper(name) == name && strings.ToLower(name) != name {
+		k.ShiftedCode, k.Code, k.Mod = r[0], []rune(strings.ToLower(name))[0], tea.ModShift
+	}
+	return k
+}
+
+func TestKeyNames(t *testing.T) {
+	// The model matches keys by their String(); check that the messages
+	// built here spell the way bubbletea spells real key presses.
+	for _, name := range []string{"space", "enter", "esc", "backspace", "left", "right", "ctrl+c", "ctrl+u", "q", "/", "?", "G"} {
+		if got := key(name).String(); got != name {
+			t.Errorf("key(%q).String() = %q", name, got)
+		}
+	}
+}
+
+// press sends keys to m in order (names as for key; a longer string is
+// typed one character at a time) and returns the model and the last
+// command.
+func press(m Model, keys ...string) (Model, tea.Cmd) {
+	var cmd tea.Cmd
+	for _, k := range keys {
+		var tm tea.Model
+		if len([]rune(k)) > 1 && !isKeyName(k) {
+			for _, r := range k {
+				tm, cmd = m.Update(key(string(r)))
+				m = tm.(Model)
+			}
+			continue
+		}
+		tm, cmd = m.Update(key(k))
+		m = tm.(Model)
+	}
+	return m, cmd
+}
+
+func isKeyName(s string) bool {
+	switch s {
+	case "space", "enter", "esc", "backspace", "left", "right", "ctrl+c", "ctrl+u":
+		return true
+	}
+	return false
+}
+
+func isQuit(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
+}
+
+// testModel is a model of size w×h fed n synthetic snapshots of
+// testProcs, one a second.
+func testModel(t *testing.T, w, h, n int, opt Options) Model {
+	t.Helper()
+	if opt.Interval == 0 {
+		opt.Interval = time.Second
+	}
+	m := NewModel(nil, opt)
+	tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m = tm.(Model)
+	for i := range n {
+		m.Add(snapshot(i, time.Second, testProcs))
+	}
+	return m
+}
+
+// visibleKeys returns the group names on the screen, top to bottom.
+func visibleKeys(m Model) []string {
+	rows := append([]Row(nil), m.tr.Rows(m.by)...)
+	rows = FilterRows(rows, m.filter)
+	SortRows(rows, m.sortKey, m.desc)
+	var ks []string
+	for _, r := range rows {
+		ks = append(ks, r.Key)
+	}
+	return ks
+}
+
+func TestSortKeys(t *testing.T) {
+	m := testModel(t, 120, 40, 20, Options{})
+	if m.sortKey != SortRAM || !m.desc {
+		t.Fatalf("initial sort %v desc %v, want ram, largest first", m.sortKey, m.desc)
+	}
+	for _, tc := range []struct {
+		keys []string
+		sort SortKey
+		desc bool
+	}{
+		{[]string{"w"}, SortSwap, true},
+		{[]string{"w", "w"}, SortSwap, false},
+		{[]string{"n"}, SortName, false},
+		{[]string{"n", "n"}, SortName, true},
+		{[]string{"p"}, SortPrivate, true},
+		{[]string{"s"}, SortShared, true},
+		{[]string{"c"}, SortCount, true},
+		{[]string{"d"}, SortChange, true},
+		{[]string{"t"}, SortRate, true},
+		{[]string{"r"}, SortRAM, false}, // already ram: reversed
+		{[]string{"right"}, SortSwap, true},
+		{[]string{"left"}, SortShared, true},
+		{[]string{"t", "right"}, SortName, false},
+		{[]string{"n", "right"}, SortPrivate, true},
+	} {
+		t.Run(strings.Join(tc.keys, ","), func(t *testing.T) {
+			got, _ := press(m, tc.keys...)
+			if got.sortKey != tc.sort || got.desc != tc.desc {
+				t.Errorf("sort %v desc %v, want %v desc %v", got.sortKey, got.desc, tc.sort, tc.desc)
+			}
+		})
+	}
+	// Sorting by rate puts the leak first.
+	byRate, _ := press(m, "t")
+	if ks := visibleKeys(byRate); ks[0] != "leaky" {
+		t.Errorf("by rate, first row %q, want leaky", ks[0])
+	}
+}
+
+func TestGroupingKey(t *testing.T) {
+	m := testModel(t, 120, 40, 5, Options{})
+	want := []sample.By{sample.ByUser, sample.ByCgroup, sample.ByPID, sample.ByProgram}
+	for i, by := range want {
+		m, _ = press(m, "g")
+		if m.by != by {
+			t.Fatalf("after %d presses of g: by %v, want %v", i+1, m.by, by)
+		}
+		if len(visibleKeys(m)) == 0 {
+			t.Errorf("by %v: no rows", by)
+		}
+	}
+	m, _ = press(m, "G")
+	if m.by != sample.ByPID {
+		t.Errorf("G from program: by %v, want pid", m.by)
+	}
+	// History survives a switch: every grouping was tracked all along.
+	if r := rowOf(t, m.tr.Rows(sample.ByUser), "nobody"); len(r.History) != 5 {
+		t.Errorf("user nobody has %d samples after switching, want 5", len(r.History))
+	}
+}
+
+func TestFilterKeys(t *testing.T) {
+	m := testModel(t, 120, 40, 5, Options{})
+	all := len(visibleKeys(m))
+
+	m, _ = press(m, "/", "^post", "enter")
+	if m.prompt || m.filter == nil || m.filter.String() != "^post" {
+		t.Fatalf("after /^post⏎: prompt %v filter %v", m.prompt, m.filter)
+	}
+	if ks := visibleKeys(m); len(ks) != 1 || ks[0] != "postgres" {
+		t.Errorf("filtered rows %q, want [postgres]", ks)
+	}
+
+	// "q" at the prompt is text, not quit; backspace edits; a bad regex
+	// keeps the prompt open with an error and the old filter in place.
+	m, cmd := press(m, "/", "backspace", "backspace", "backspace", "backspace", "backspace", "(q", "enter")
+	if isQuit(cmd) {
+		t.Fatal("q typed at the prompt quit")
+	}
+	if !m.prompt || m.input != "(q" || m.inputErr == "" {
+		t.Fatalf("bad regex: prompt %v input %q error %q", m.prompt, m.input, m.inputErr)
+	}
+	if m.filter.String() != "^post" {
+		t.Errorf("a bad regex replaced the filter with %v", m.filter)
+	}
+	m, _ = press(m, "esc")
+	if m.prompt || m.inputErr != "" || m.filter.String() != "^post" {
+		t.Errorf("esc: prompt %v error %q filter %v; want closed, old filter kept", m.prompt, m.inputErr, m.filter)
+	}
+
+	// Esc outside the prompt clears the filter; an empty filter too.
+	cleared, _ := press(m, "esc")
+	if cleared.filter != nil || len(visibleKeys(cleared)) != all {
+		t.Errorf("esc: filter %v, %d rows; want none and %d", cleared.filter, len(visibleKeys(cleared)), all)
+	}
+	emptied, _ := press(m, "/", "ctrl+u", "enter")
+	if emptied.filter != nil || emptied.prompt {
+		t.Errorf("empty filter: filter %v prompt %v", emptied.filter, emptied.prompt)
+	}
+
+	// Pasted text goes into the prompt.
+	tm, _ := m.Update(tea.PasteMsg{Content: "fire"})
+	if got := tm.(Model); got.input != m.input || got.filter != m.filter {
+		t.Errorf("paste outside the prompt changed input to %q, filter to %v", got.input, got.filter)
+	}
+	p, _ := press(m, "/", "ctrl+u")
+	tm, _ = p.Update(tea.PasteMsg{Content: "fire"})
+	p, _ = press(tm.(Model), "enter")
+	if ks := visibleKeys(p); len(ks) != 1 || ks[0] != "firefox" {
+		t.Errorf("pasted filter rows %q, want [firefox]", ks)
+	}
+}
+
+func TestHelpPauseQuit(t *testing.T) {
+	m := testModel(t, 80, 24, 3, Options{})
+	h, _ := press(m, "?")
+	if !h.help {
+		t.Fatal("? did not open help")
+	}
+	if h, _ = press(h, "x"); h.help {
+		t.Error("a key did not close help")
+	}
+	if _, cmd := press(m, "?", "q"); !isQuit(cmd) {
+		t.Error("q in help did not quit")
+	}
+	p, _ := press(m, "space")
+	if !p.paused {
+		t.Fatal("space did not pause")
+	}
+	if p, _ = press(p, "space"); p.paused {
+		t.Error("space did not resume")
+	}
+	for _, k := range []string{"q", "ctrl+c"} {
+		if _, cmd := press(m, k); !isQuit(cmd) {
+			t.Errorf("%s did not quit", k)
+		}
+	}
+	if _, cmd := press(m, "/", "ctrl+c"); !isQuit(cmd) {
+		t.Error("ctrl+c at the prompt did not quit")
+	}
+}
+
+// fakeSampler fills snapshots of testProcs, one a second, and counts its
+// scans.
+type fakeSampler struct {
+	n   int
+	err error
+}
+
+func (f *fakeSampler) Scan(snap *sample.Snapshot) error {
+	if f.err != nil {
+		return f.err
+	}
+	*snap = *snapshot(f.n, time.Second, testProcs)
+	f.n++
+	return nil
+}
+
+func TestScanLoop(t *testing.T) {
+	f := &fakeSampler{}
+	m := NewModel(f, Options{Interval: time.Millisecond, Count: 3})
+	cmd := m.Init()
+	if !m.scanning && cmd == nil {
+		t.Fatal("Init started no scan")
+	}
+	// Run the commands by hand: scan, tick, scan, ... until quit.
+	var tm tea.Model = m
+	for steps := 0; ; steps++ {
+		if steps > 20 {
+			t.Fatal("no quit after 20 steps")
+		}
+		msg := cmd()
+		if _, ok := msg.(tea.QuitMsg); ok {
+			break
+		}
+		tm, cmd = tm.Update(msg)
+		if cmd == nil {
+			t.Fatalf("step %d (%T): no next command", steps, msg)
+		}
+	}
+	if got := tm.(Model).scans; got != 3 {
+		t.Errorf("quit after %d refreshes, want --count 3", got)
+	}
+
+	// A paused view drops the scan that was under way and scans no more
+	// until resumed, when it scans at once.
+	f = &fakeSampler{}
+	m = NewModel(f, Options{Interval: time.Millisecond})
+	cmd = m.Init()
+	m, _ = press(m, "space")
+	tm, next := m.Update(cmd())
+	if tm.(Model).scans != 0 || next != nil {
+		t.Errorf("paused: %d refreshes and command %v, want 0 and none", tm.(Model).scans, next)
+	}
+	m, cmd = press(tm.(Model), "space")
+	if cmd == nil || !m.scanning {
+		t.Fatal("resume did not scan")
+	}
+	tm, _ = m.Update(cmd())
+	if tm.(Model).scans != 1 {
+		t.Errorf("after resume: %d refreshes, want 1", tm.(Model).scans)
+	}
+
+	// A failing scan is shown and retried; it does not stop the view.
+	f.err = errors.New("open /proc: no such file or directory")
+	m = tm.(Model)
+	tm, next = m.Update(m.scanCmd()())
+	if tm.(Model).scanErr == nil || next == nil {
+		t.Errorf("scan error: %v, next %v; want the error kept and a retry", tm.(Model).scanErr, next)
+	}
+	if !strings.Contains(tm.(Model).screen(), "scan failed: open /proc") {
+		t.Error("scan error not on screen")
+	}
+}

@@ -1,0 +1,88 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// seqSampler replays synthetic snapshots of procs, one a second.
+type seqSampler struct {
+	procs []proc
+	n     int
+}
+
+func (s *seqSampler) Scan(snap *sample.Snapshot) error {
+	*snap = *snapshot(s.n, time.Second, s.procs)
+	s.n++
+	return nil
+}
+
+func TestRunPlain(t *testing.T) {
+	procs := []proc{
+		{pid: 1, name: "steady", shared: miB, ram: constant(10 * miB)},
+		{pid: 2, name: "leaky", ram: linear(20*miB, miB)},
+		{pid: 3, name: "evil\x1b[31m\nname", ram: constant(miB)},
+	}
+	var out bytes.Buffer
+	warned := 0
+	err := RunPlain(context.Background(), &out, &seqSampler{procs: procs}, Options{
+		Interval: time.Millisecond, Count: 12, Filter: regexp.MustCompile("."),
+	}, func(*sample.Snapshot) { warned++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warned != 1 {
+		t.Errorf("warn called %d times, want once", warned)
+	}
+	got := out.String()
+	if n := strings.Count(got, "\n\n"); n != 11 {
+		t.Errorf("%d blank separators, want 11 between 12 snapshots", n)
+	}
+	if strings.ContainsAny(got, "\x1b\r") {
+		t.Error("raw control characters in the plain output")
+	}
+	// The last snapshot (the one with a leak suspect line) is golden.
+	last := got[strings.LastIndex(got, "\n\n")+2:]
+	golden(t, filepath.Join("testdata", "plain.golden"), last)
+}
+
+func TestRunPlainStops(t *testing.T) {
+	// Cancelling the context ends the wait for the next interval.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &seqSampler{procs: []proc{{pid: 1, name: "a", ram: constant(miB)}}}
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	first := make(chan struct{})
+	go func() {
+		done <- RunPlain(ctx, &out, s, Options{Interval: time.Hour}, func(*sample.Snapshot) { close(first) })
+	}()
+	<-first
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunPlain after cancel: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPlain did not return after cancel")
+	}
+
+	// A failing scan is an error.
+	err := RunPlain(context.Background(), &out, errSampler{}, Options{Interval: time.Millisecond, Count: 1}, nil)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RunPlain with a failing sampler: %v", err)
+	}
+}
+
+type errSampler struct{}
+
+func (errSampler) Scan(*sample.Snapshot) error { return os.ErrNotExist }

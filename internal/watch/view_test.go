@@ -1,0 +1,173 @@
+//go:build !notui
+
+package watch
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// hostileName holds an ANSI colour sequence and a newline: it must reach
+// the screen escaped, never raw.
+const hostileName = "red\x1b[31mtext\nline2"
+
+// testProcs is the synthetic host of the view tests: steady groups, one
+// growing 1 MiB a second (the leak), one shrinking, an estimate, swap, a
+// hostile name, a 300-byte name and a group that appears late.
+var testProcs = []proc{
+	{pid: 100, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(180 * miB)},
+	{pid: 101, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(120 * miB)},
+	{pid: 102, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(100 * miB)},
+	{pid: 200, name: "firefox", uid: 65534, cgroup: "/user.slice/session-2.scope", shared: 247 * miB, swap: 160 * miB, ram: constant(2*giB + 123*miB)},
+	{pid: 300, name: "leaky", uid: 65534, cgroup: "/user.slice/session-2.scope", shared: miB, ram: linear(50*miB, miB)},
+	{pid: 400, name: hostileName, uid: 65534, cgroup: "/user.slice/session-2.scope", ram: constant(3 * miB)},
+	{pid: 500, name: "dockerd", cgroup: "/system.slice/docker.service", shared: 20 * miB, swap: 8 * miB, est: true, ram: constant(60 * miB)},
+	{pid: 600, name: strings.Repeat("long-name-", 30), cgroup: "/system.slice/long.service", shared: 2 * miB, ram: constant(12 * miB)},
+	{pid: 700, name: "cache", cgroup: "/system.slice/cache.service", ram: func(i int) uint64 { return 300*miB - uint64(i)*2*miB }},
+	{pid: 800, name: "cron", cgroup: "/system.slice/cron.service", shared: 512 * kiB, ram: func(i int) uint64 {
+		if i < 18 {
+			return 0 // started late: two samples so far
+		}
+		return 2 * miB
+	}},
+}
+
+// goldenCases are the screens checked byte for byte against
+// testdata/NAME.golden.
+var goldenCases = []struct {
+	name  string
+	w, h  int
+	n     int // snapshots fed
+	keys  []string
+	color bool
+}{
+	{"starting_80", 80, 24, 0, nil, false},
+	{"default_80", 80, 24, 20, nil, false},
+	{"default_120", 120, 30, 20, nil, false},
+	{"sort_rate_120", 120, 30, 20, []string{"t"}, false},
+	{"sort_name_80", 80, 24, 20, []string{"n"}, false},
+	{"short_80x10", 80, 10, 20, nil, false},
+	{"narrow_40", 40, 20, 20, nil, false},
+	{"paused_80", 80, 24, 20, []string{"space"}, false},
+	{"help_80", 80, 24, 20, []string{"?"}, false},
+	{"filter_prompt_80", 80, 24, 20, []string{"/", "^(post|le)"}, false},
+	{"bad_regex_80", 80, 24, 20, []string{"/", "(post", "enter"}, false},
+	{"filter_applied_120", 120, 30, 20, []string{"/", "^(post|le)", "enter"}, false},
+	{"by_user_120", 120, 30, 20, []string{"g"}, false},
+	{"by_cgroup_120", 120, 30, 20, []string{"g", "g"}, false},
+	{"by_pid_80", 80, 24, 20, []string{"G"}, false},
+	{"color_120", 120, 30, 20, nil, true},
+}
+
+func TestViewGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := testModel(t, tc.w, tc.h, tc.n, Options{Color: tc.color})
+			m, _ = press(m, tc.keys...)
+			v := m.View()
+			if !v.AltScreen {
+				t.Error("the view does not ask for the alternate screen")
+			}
+			got := v.Content
+			checkScreen(t, got, tc.w, tc.h, tc.color)
+			golden(t, filepath.Join("testdata", tc.name+".golden"), got)
+		})
+	}
+}
+
+// checkScreen checks what every screen must satisfy: no line wider than
+// the terminal (so nothing wraps), no more lines than its height, no raw
+// control character from a name, and the hostile name shown escaped.
+func checkScreen(t *testing.T, screen string, w, h int, color bool) {
+	t.Helper()
+	lines := strings.Split(screen, "\n")
+	if len(lines) > h {
+		t.Errorf("%d lines on a %d-line terminal", len(lines), h)
+	}
+	for i, l := range lines {
+		if n := ansi.StringWidth(l); n > w {
+			t.Errorf("line %d is %d cells wide on a %d-cell terminal: %q", i+1, n, w, l)
+		}
+		plain := l
+		if color {
+			plain = ansi.Strip(l)
+		}
+		for _, c := range plain {
+			if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+				t.Errorf("line %d holds control character %U: %q", i+1, c, l)
+				break
+			}
+		}
+	}
+	if strings.Contains(screen, "\x1b[31mtext") {
+		t.Error("the hostile name's escape sequence reached the screen raw")
+	}
+	if strings.Contains(screen, "red\\x1b[31mtext") && strings.Contains(screen, "line2") && !strings.Contains(screen, "text\\nline2") {
+		t.Error("the hostile name's newline was not escaped")
+	}
+}
+
+func TestViewShowsHostileNameEscaped(t *testing.T) {
+	m := testModel(t, 120, 30, 3, Options{})
+	s := m.View().Content
+	if !strings.Contains(s, `red\x1b[31mtext\nline2`) {
+		t.Errorf("hostile name not shown escaped:\n%s", s)
+	}
+}
+
+func TestViewLeakAndRate(t *testing.T) {
+	m := testModel(t, 120, 30, 20, Options{})
+	var leakLine string
+	for _, l := range strings.Split(m.View().Content, "\n") {
+		if strings.HasSuffix(l, " leaky") {
+			leakLine = l
+		}
+	}
+	if leakLine == "" {
+		t.Fatal("no leaky row on screen")
+	}
+	// 1 MiB a second for 20 samples: +19.0 MiB, +60.0 MiB/min, a rising
+	// sparkline and the flag.
+	for _, want := range []string{"+19.0 MiB", "+60.0", "▁▂▃▃▄▅▆▆▇█", "LEAK"} {
+		if !strings.Contains(leakLine, want) {
+			t.Errorf("leaky row %q lacks %q", leakLine, want)
+		}
+	}
+	if !regexp.MustCompile(`1 leak suspect\b`).MatchString(m.View().Content) {
+		t.Error("header does not count 1 leak suspect")
+	}
+}
+
+func TestViewResize(t *testing.T) {
+	// Every width from 20 to 200 keeps lines within the terminal and
+	// shows the name column's title.
+	m := testModel(t, 80, 24, 20, Options{})
+	for w := 20; w <= 200; w += 7 {
+		tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: 15})
+		s := tm.(Model).View().Content
+		checkScreen(t, s, w, 15, false)
+		if w >= 60 && !strings.Contains(s, "Program") {
+			t.Errorf("width %d: no Program column", w)
+		}
+	}
+	// Resizing never loses history.
+	tm, _ := m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	if s := tm.(Model).View().Content; !strings.Contains(s, "+60.0") {
+		t.Error("rate lost after a resize")
+	}
+}
+
+func TestViewTiming(t *testing.T) {
+	// The title shows the snapshot's time and the interval.
+	m := testModel(t, 120, 30, 20, Options{Interval: 1500 * time.Millisecond})
+	first := strings.SplitN(m.View().Content, "\n", 2)[0]
+	if !strings.Contains(first, "12:00:19") || !strings.Contains(first, "every 1.5s") {
+		t.Errorf("title %q lacks the time 12:00:19 and interval 1.5s", first)
+	}
+}
