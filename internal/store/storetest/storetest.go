@@ -6,7 +6,6 @@ package storetest
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -24,11 +23,11 @@ var T0 = time.Date(2026, 3, 1, 12, 0, 0, 123e6, time.UTC)
 func Samples(n int, hosts ...string) []store.Sample {
 	var out []store.Sample
 	for i := range n {
-		for h, host := range hosts {
+		for _, host := range hosts {
 			s := store.Sample{
 				Time:   T0.Add(time.Duration(i) * time.Minute),
 				Host:   host,
-				BootID: "1f0e2d3c-0000-4000-8000-00000000000" + fmt.Sprint(h),
+				BootID: "1f0e2d3c-0000-4000-8000-" + host,
 				Meminfo: sample.Meminfo{
 					MemTotal: 16 << 30, MemFree: 1 << 30, MemAvailable: uint64(8<<30 - i<<20), Buffers: 1 << 20,
 					Cached: 2 << 30, Shmem: 3 << 20, SwapTotal: 4 << 30, SwapFree: 4<<30 - 5<<20, Hugetlb: 0,

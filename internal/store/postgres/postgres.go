@@ -1,0 +1,512 @@
+//go:build !nopostgres
+
+// Package postgres is the fleet history database: many hosts record into
+// one PostgreSQL database (pgx v5, a pgxpool), each sample in one
+// transaction whose usage rows go in with one binary COPY (CopyFrom).
+//
+// When the server cannot be reached, samples are spooled to disk (see
+// spool.go) and written, oldest first, as soon as it answers again; the
+// recorder does not stop or crash for it. Errors the server itself
+// reports about the data or the SQL (anything but connection, shutdown
+// and resource errors) are returned instead: retrying them would never
+// succeed.
+//
+// Exports run as a server-side COPY (SELECT ...) TO STDOUT WITH (FORMAT
+// csv, HEADER), streamed by pgconn straight into the caller's writer: no
+// row is held in memory here.
+//
+// Build with -tags nopostgres to leave it (and pgx) out of the binary.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memwho/memwho/internal/store"
+)
+
+func init() {
+	store.Register("postgres", func(ctx context.Context, target string, opt store.OpenOptions) (store.Store, error) {
+		return Open(ctx, target, opt)
+	})
+}
+
+// DB is a history database on a PostgreSQL server. It implements
+// store.Store.
+type DB struct {
+	pool     *pgxpool.Pool
+	opt      store.OpenOptions
+	spool    *spool // nil without OpenOptions.SpoolDir
+	migrated bool
+	down     bool // the last attempt to reach the server failed
+}
+
+var _ store.Store = (*DB)(nil)
+
+// migrateLock is the advisory lock key that serialises migrations of
+// recorders starting at the same time on many hosts ("memwho" in ASCII).
+const migrateLock = 0x6d656d77686f
+
+// writeTimeout bounds one attempt to write a sample, so that a server that
+// hangs does not stall recording: the sample is spooled instead.
+const writeTimeout = 30 * time.Second
+
+// Open connects to the database at url (postgres://...) and brings its
+// schema up to date. If the server cannot be reached and opt.SpoolDir is
+// set, Open still succeeds: samples are spooled until it can, and the
+// migration runs then. A database with a newer schema is refused with
+// store.ErrSchemaTooNew.
+func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx quotes the URL, password included, in some parse errors.
+		return nil, errors.New("bad PostgreSQL URL: want postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?PARAMS]")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	cfg.MaxConns = 4
+	// Connections are opened on first use: Open must not fail just
+	// because the server is down.
+	cfg.MinConns = 0
+	// A server restart leaves dead connections in the pool; ping any
+	// that sat idle (pgxpool's default waits a second, longer than the
+	// shortest recording intervals).
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > 100*time.Millisecond }
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	d := &DB{pool: pool, opt: opt}
+	if opt.SpoolDir != "" {
+		if d.spool, err = openSpool(opt.SpoolDir, opt.SpoolMax); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	mctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	err = d.migrate(mctx)
+	cancel()
+	if err != nil {
+		if d.spool == nil || !retryable(err) || ctx.Err() != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open PostgreSQL history: %w", err)
+		}
+		d.setDown(true, err)
+	}
+	return d, nil
+}
+
+// retryable says whether err means "the server is not there right now"
+// (worth spooling and trying again) rather than "the server refused this".
+func retryable(err error) bool {
+	if errors.Is(err, store.ErrSchemaTooNew) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57: operator intervention
+		// (admin shutdown, cannot connect now); 53: insufficient
+		// resources (too many connections, disk full).
+		c := pe.Code
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57") || strings.HasPrefix(c, "53")
+	}
+	// Dial failures, resets, timeouts, a connection closed mid-query.
+	return true
+}
+
+func (d *DB) setDown(down bool, err error) {
+	if down == d.down {
+		return
+	}
+	d.down = down
+	if d.opt.Warn == nil {
+		return
+	}
+	if down {
+		d.opt.Warn(fmt.Sprintf("PostgreSQL unreachable (%v); spooling samples to %s", err, d.spool.dir))
+	} else {
+		d.opt.Warn("PostgreSQL reachable again; spooled samples written")
+	}
+}
+
+func (d *DB) migrate(ctx context.Context) error {
+	if d.migrated {
+		return nil
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+		return err
+	}
+	var v int
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		err := tx.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+	}
+	if err := store.CheckVersion(v); err != nil {
+		return err
+	}
+	if v == store.SchemaVersion {
+		d.migrated = true
+		return nil
+	}
+	from := v
+	for _, m := range store.Migrations(store.PostgreSQL) {
+		if m.Version <= v {
+			continue
+		}
+		for _, stmt := range m.Statements() {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", m.Version, err)
+			}
+		}
+		v = m.Version
+	}
+	if from == 0 {
+		_, err = tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, v)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE schema_version SET version = $1`, v)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: set version: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	d.migrated = true
+	return nil
+}
+
+// Version returns the schema version of the database.
+func (d *DB) Version(ctx context.Context) (int, error) {
+	var v int
+	err := d.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	return v, err
+}
+
+// Write stores s in one transaction, after any spooled samples. When the
+// server cannot be reached (and a spool directory was given) s is spooled
+// and Write returns nil.
+func (d *DB) Write(ctx context.Context, s *store.Sample) error {
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	err := d.migrate(wctx)
+	if err == nil && d.spool != nil {
+		err = d.flushSpool(wctx)
+	}
+	if err == nil {
+		err = d.write(wctx, s, false)
+	}
+	if err == nil {
+		d.setDown(false, nil)
+		return nil
+	}
+	if d.spool == nil || !retryable(err) {
+		return err
+	}
+	d.setDown(true, err)
+	if serr := d.spool.put(s, d.opt.Warn); serr != nil {
+		return fmt.Errorf("%w; and spooling failed: %v", err, serr)
+	}
+	return nil
+}
+
+// flushSpool writes the spooled samples, oldest first, each removed once
+// committed.
+func (d *DB) flushSpool(ctx context.Context) error {
+	names, err := d.spool.list()
+	if err != nil {
+		return err
+	}
+	var s store.Sample
+	for _, name := range names {
+		if err := d.spool.get(name, &s); err != nil {
+			// A torn or foreign file: keep going without it.
+			if d.opt.Warn != nil {
+				d.opt.Warn(fmt.Sprintf("dropping unreadable spooled sample %s: %v", name, err))
+			}
+			d.spool.remove(name)
+			continue
+		}
+		if err := d.write(ctx, &s, true); err != nil {
+			return err
+		}
+		d.spool.remove(name)
+	}
+	return nil
+}
+
+// write inserts the sample row and COPYs its usage rows. With dedupe it
+// first checks whether the sample is already there (a spooled sample
+// whose file could not be removed after its commit).
+func (d *DB) write(ctx context.Context, s *store.Sample, dedupe bool) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	ts := store.Millis(s.Time)
+	if dedupe {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM samples WHERE host = $1 AND ts = $2`, s.Host, ts).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	m := &s.Meminfo
+	var id int64
+	err = tx.QueryRow(ctx, `INSERT INTO samples (ts, host, boot_id, mem_total, mem_free, mem_available, buffers, cached, shmem, swap_total, swap_free, hugetlb, procs, denied)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) RETURNING id`,
+		ts, s.Host, s.BootID, i64(m.MemTotal), i64(m.MemFree), i64(m.MemAvailable), i64(m.Buffers), i64(m.Cached),
+		i64(m.Shmem), i64(m.SwapTotal), i64(m.SwapFree), i64(m.Hugetlb), s.Procs, s.Denied).Scan(&id)
+	if err != nil {
+		return fmt.Errorf("write sample: %w", err)
+	}
+	if len(s.Rows) > 0 {
+		src := &rowSource{id: id, rows: s.Rows, i: -1}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"usage"}, usageColumns, src); err != nil {
+			return fmt.Errorf("write sample: copy rows: %w", err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+var usageColumns = []string{"sample_id", "seq", "kind", "key", "pid", "start_time", "count", "pss", "private", "shared", "swap", "estimated", "mem_limit", "mem_limit_free"}
+
+// rowSource feeds a sample's rows to CopyFrom, reusing one value slice.
+type rowSource struct {
+	id   int64
+	rows []store.Row
+	i    int
+	vals [14]any
+}
+
+func (r *rowSource) Next() bool { r.i++; return r.i < len(r.rows) }
+func (r *rowSource) Err() error { return nil }
+func (r *rowSource) Values() ([]any, error) {
+	x := &r.rows[r.i]
+	r.vals = [14]any{r.id, int32(r.i), x.Kind.String(), x.Key, int32(x.PID), i64(x.StartTime), int32(x.Count),
+		i64(x.PSS), i64(x.Private), i64(x.Shared), i64(x.Swap), int32(x.Estimated), i64(x.MemLimit), i64(x.MemLimitFree)}
+	return r.vals[:], nil
+}
+
+func i64(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+func u64(n int64) uint64 {
+	if n < 0 {
+		return 0
+	}
+	return uint64(n)
+}
+
+// pruneBatch bounds the samples deleted per transaction.
+const pruneBatch = 1000
+
+// Prune deletes samples older than r.Before (only r.Host's when set).
+// MaxSize is not supported on PostgreSQL (the database is shared; size
+// it with the server's own tools) and is an error.
+func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
+	var p store.Pruned
+	if r.MaxSize > 0 {
+		return p, errors.New("prune: a size bound is not supported on PostgreSQL")
+	}
+	if r.Before.IsZero() {
+		return p, nil
+	}
+	for {
+		var n int64
+		err := d.pool.QueryRow(ctx, `WITH doomed AS (
+				DELETE FROM samples WHERE id IN (
+					SELECT id FROM samples WHERE ($1 = '' OR host = $1) AND ts < $2 ORDER BY ts LIMIT $3)
+				RETURNING id),
+			rows AS (DELETE FROM usage WHERE sample_id IN (SELECT id FROM doomed))
+			SELECT count(*) FROM doomed`, r.Host, store.Millis(r.Before), pruneBatch).Scan(&n)
+		p.Samples += n
+		if err != nil {
+			return p, fmt.Errorf("prune: %w", err)
+		}
+		if n < pruneBatch {
+			return p, nil
+		}
+	}
+}
+
+// where builds the WHERE clause of q over samples s, with literal values
+// (COPY takes no parameters). Hosts are quoted as SQL string literals.
+func where(q store.Query) string {
+	since, until := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.Since.IsZero() {
+		since = store.Millis(q.Since)
+	}
+	if !q.Until.IsZero() {
+		until = store.Millis(q.Until)
+	}
+	w := ` WHERE s.ts >= ` + strconv.FormatInt(since, 10) + ` AND s.ts < ` + strconv.FormatInt(until, 10)
+	if q.Host != "" {
+		w += ` AND s.host = ` + quoteLiteral(q.Host)
+	}
+	return w
+}
+
+// quoteLiteral quotes s as a standard SQL string literal. memwho's
+// connections run with standard_conforming_strings on (set in
+// ExportCSV), so a backslash is an ordinary character.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(store.CleanKey(s), "'", "''") + "'"
+}
+
+const (
+	sampleCols = `s.id, s.ts, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied`
+	usageCols  = `u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free`
+	order      = ` ORDER BY s.ts, s.host COLLATE "C", s.id`
+	// csvTime formats Unix milliseconds as store.TimeLayout, in SQL.
+	csvTime = `to_char(timestamp 'epoch' + s.ts * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time`
+)
+
+// Samples calls fn for each sample matching q, in export order, rows in
+// seq order. pgx reads result rows from the socket as fn consumes them.
+func (d *DB) Samples(ctx context.Context, q store.Query, fn func(s *store.Sample) error) error {
+	text := `SELECT ` + sampleCols + ` FROM samples s` + where(q) + order
+	if !q.NoRows {
+		text = `SELECT ` + sampleCols + `, ` + usageCols + ` FROM samples s LEFT JOIN usage u ON u.sample_id = s.id` + where(q) + order + `, u.seq`
+	}
+	rows, err := d.pool.Query(ctx, text)
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	defer rows.Close()
+	var (
+		cur        store.Sample
+		have       bool
+		id, ts     int64
+		host, boot string
+		mem        [9]int64
+		procs, den int32
+		kind, key  *string
+		u          [10]*int64
+	)
+	dest := []any{&id, &ts, &host, &boot}
+	for i := range mem {
+		dest = append(dest, &mem[i])
+	}
+	dest = append(dest, &procs, &den)
+	if !q.NoRows {
+		dest = append(dest, &kind, &key)
+		for i := range u {
+			dest = append(dest, &u[i])
+		}
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read samples: %w", err)
+		}
+		if !have || id != cur.ID {
+			if have {
+				if err := fn(&cur); err != nil {
+					return err
+				}
+			}
+			have = true
+			cur.ID, cur.Time, cur.Host, cur.BootID = id, store.FromMillis(ts), host, boot
+			cur.Procs, cur.Denied = int(procs), int(den)
+			m := &cur.Meminfo
+			m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached = u64(mem[0]), u64(mem[1]), u64(mem[2]), u64(mem[3]), u64(mem[4])
+			m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb = u64(mem[5]), u64(mem[6]), u64(mem[7]), u64(mem[8])
+			cur.Rows = cur.Rows[:0]
+		}
+		if kind != nil {
+			k, err := store.ParseKind(*kind)
+			if err != nil {
+				return fmt.Errorf("read samples: sample %d: %w", id, err)
+			}
+			n := func(i int) int64 { return *u[i] }
+			cur.Rows = append(cur.Rows, store.Row{
+				Kind: k, Key: *key, PID: int(n(0)), StartTime: u64(n(1)), Count: int(n(2)),
+				PSS: u64(n(3)), Private: u64(n(4)), Shared: u64(n(5)), Swap: u64(n(6)),
+				Estimated: int(n(7)), MemLimit: u64(n(8)), MemLimitFree: u64(n(9)),
+			})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	if have {
+		return fn(&cur)
+	}
+	return nil
+}
+
+// ExportSQL returns the COPY statement ExportCSV runs for q and t: the
+// same columns, quoting and order as the SQLite store's export.
+func ExportSQL(q store.Query, t store.Table) string {
+	if t == store.TableSamples {
+		return `COPY (SELECT ` + csvTime + `, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied FROM samples s` +
+			where(q) + order + `) TO STDOUT WITH (FORMAT csv, HEADER)`
+	}
+	return `COPY (SELECT ` + csvTime + `, s.host, u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free FROM samples s JOIN usage u ON u.sample_id = s.id` +
+		where(q) + order + `, u.seq) TO STDOUT WITH (FORMAT csv, HEADER)`
+}
+
+// ExportCSV streams table t of the samples matching q to w with a
+// server-side COPY TO STDOUT.
+func (d *DB) ExportCSV(ctx context.Context, q store.Query, t store.Table, w io.Writer) error {
+	if t == store.TableUsage && q.NoRows {
+		return errors.New("export: the usage table needs rows (Query.NoRows is set)")
+	}
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET standard_conforming_strings = on`); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if _, err := conn.Conn().PgConn().CopyTo(ctx, w, ExportSQL(q, t)); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// Pool returns the connection pool, for tests and tools.
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Close tries once more to write spooled samples (for at most a few
+// seconds) and closes the pool. Samples still spooled stay on disk for
+// the next run.
+func (d *DB) Close() error {
+	if d.spool != nil && d.down {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if d.migrate(ctx) == nil {
+			d.flushSpool(ctx)
+		}
+		cancel()
+	}
+	d.pool.Close()
+	return nil
+}

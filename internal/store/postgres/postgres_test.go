@@ -1,0 +1,225 @@
+//go:build !nopostgres
+
+package postgres
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/store"
+	"github.com/memwho/memwho/internal/store/pgtest"
+	"github.com/memwho/memwho/internal/store/storetest"
+)
+
+// TestPostgres runs everything against one real server (starting a
+// cluster costs seconds), each subtest in its own database.
+func TestPostgres(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	open := func(t *testing.T, url string, opt store.OpenOptions) *DB {
+		t.Helper()
+		d, err := Open(ctx, url, opt)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+
+	t.Run("Store", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store { return open(t, srv.CreateDB(t), store.OpenOptions{}) })
+	})
+
+	t.Run("Migrate", func(t *testing.T) {
+		url := srv.CreateDB(t)
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range append(store.Migrations(store.PostgreSQL)[0].Statements(),
+			`INSERT INTO schema_version VALUES (1)`,
+			`INSERT INTO samples (ts, host, mem_available) VALUES (1772366400123, 'old', 1000)`,
+			`INSERT INTO usage (sample_id, seq, kind, key, pid, start_time, pss) SELECT id, 0, 'process', 'x', 42, 99, 4096 FROM samples`) {
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				t.Fatalf("version 1 database: %v", err)
+			}
+		}
+		conn.Close(ctx)
+		d := open(t, url, store.OpenOptions{})
+		if v, err := d.Version(ctx); err != nil || v != store.SchemaVersion {
+			t.Errorf("version after migration = %d, %v; want %d", v, err, store.SchemaVersion)
+		}
+		got := storetest.Read(t, d, store.Query{})
+		want := []store.Sample{{
+			Time: storetest.T0, Host: "old", Meminfo: sample.Meminfo{MemAvailable: 1000},
+			Rows: []store.Row{{Kind: store.KindProcess, Key: "x", PID: 42, StartTime: 99, Count: 1, PSS: 4096}},
+		}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("migrated rows (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("SchemaTooNew", func(t *testing.T) {
+		url := srv.CreateDB(t)
+		d := open(t, url, store.OpenOptions{})
+		if _, err := d.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, store.SchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		// Refused, even with a spool: waiting would not help.
+		_, err := Open(ctx, url, store.OpenOptions{SpoolDir: t.TempDir()})
+		if !errors.Is(err, store.ErrSchemaTooNew) {
+			t.Fatalf("Open of a newer database: err = %v, want ErrSchemaTooNew", err)
+		}
+	})
+
+	t.Run("ManyHosts", func(t *testing.T) {
+		url := srv.CreateDB(t)
+		hosts := []string{"h1", "h2", "h3", "h4"}
+		var wg sync.WaitGroup
+		errs := make(chan error, len(hosts))
+		for _, h := range hosts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := Open(ctx, url, store.OpenOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer d.Close()
+				for _, s := range storetest.Samples(5, h) {
+					if err := d.Write(ctx, &s); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("concurrent recorder: %v", err)
+		}
+		d := open(t, url, store.OpenOptions{})
+		got := storetest.Read(t, d, store.Query{})
+		want := storetest.Samples(5, hosts...)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("four hosts recording at once (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("Spool", func(t *testing.T) {
+		// Stops the shared server: keep it last.
+		url := srv.CreateDB(t)
+		spoolDir := filepath.Join(t.TempDir(), "spool")
+		var warnings []string
+		d := open(t, url, store.OpenOptions{SpoolDir: spoolDir, Warn: func(m string) { warnings = append(warnings, m) }})
+		in := storetest.Samples(6, "h")
+		storetest.Write(t, d, in[:2])
+		srv.Stop()
+		storetest.Write(t, d, in[2:5]) // spooled: Write returns nil
+		if n := d.spool.Len(); n != 3 {
+			t.Errorf("spooled %d samples while the server was down, want 3", n)
+		}
+		srv.Start()
+		storetest.Write(t, d, in[5:])
+		if n := d.spool.Len(); n != 0 {
+			t.Errorf("%d samples left in the spool after the server came back", n)
+		}
+		got := storetest.Read(t, d, store.Query{})
+		if diff := cmp.Diff(in, got); diff != "" {
+			t.Errorf("rows after an outage (-want +got):\n%s", diff)
+		}
+		if len(warnings) != 2 || !strings.Contains(warnings[0], "unreachable") || !strings.Contains(warnings[1], "reachable again") {
+			t.Errorf("warnings = %q, want one on losing and one on regaining the server", warnings)
+		}
+
+		// Opening while the server is down works with a spool, and
+		// fails without one.
+		srv.Stop()
+		d2, err := Open(ctx, url, store.OpenOptions{SpoolDir: spoolDir})
+		if err != nil {
+			t.Fatalf("Open with the server down and a spool: %v", err)
+		}
+		more := storetest.Samples(8, "h")[6:]
+		storetest.Write(t, d2, more)
+		if _, err := Open(ctx, url, store.OpenOptions{}); err == nil {
+			t.Error("Open with the server down and no spool succeeded")
+		}
+		srv.Start()
+		d2.Close() // flushes
+		got = storetest.Read(t, open(t, url, store.OpenOptions{}), store.Query{})
+		if len(got) != 8 {
+			t.Errorf("after Close with the server back: %d samples, want 8", len(got))
+		}
+	})
+}
+
+func TestSpoolBound(t *testing.T) {
+	dir := t.TempDir()
+	in := storetest.Samples(10, "h")
+	one, err := os.ReadFile(mustPut(t, dir, &in[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	max := int64(len(one))*4 + 10
+	sp, err := openSpool(dir, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for i := range in {
+		if err := sp.put(&in[i], func(m string) { warned = append(warned, m) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, _ := sp.list()
+	if len(names) != 4 {
+		t.Fatalf("spool holds %d samples with room for 4", len(names))
+	}
+	var s store.Sample
+	if err := sp.get(names[0], &s); err != nil || !s.Time.Equal(in[6].Time) {
+		t.Errorf("oldest kept sample is from %v (%v), want %v: the oldest are dropped", s.Time, err, in[6].Time)
+	}
+	if len(warned) == 0 {
+		t.Error("no warning when samples were dropped")
+	}
+	if diff := cmp.Diff(in[6], s); diff != "" {
+		t.Errorf("spool round trip (-want +got):\n%s", diff)
+	}
+}
+
+func mustPut(t *testing.T, dir string, s *store.Sample) string {
+	sp, err := openSpool(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.put(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := sp.list()
+	return filepath.Join(dir, names[0])
+}
+
+func TestQuoteLiteral(t *testing.T) {
+	for in, want := range map[string]string{
+		"web1":       "'web1'",
+		"o'brien":    "'o''brien'",
+		`back\slash`: `'back\slash'`,
+	} {
+		if got := quoteLiteral(in); got != want {
+			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
+		}
+	}
+	_ = time.Second
+}
