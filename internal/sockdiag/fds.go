@@ -1,0 +1,199 @@
+package sockdiag
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// FDCounter counts, per process, the descriptors that are sockets of an
+// InodeSet, by reading the /proc/PID/fd links. It owns its buffers: give
+// each goroutine its own.
+type FDCounter struct {
+	rootfd int
+	dirbuf []byte
+	link   [64]byte
+	path   [32]byte
+}
+
+// NewFDCounter opens the procfs tree at root.
+func NewFDCounter(root string) (*FDCounter, error) {
+	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	return &FDCounter{rootfd: fd, dirbuf: make([]byte, 16<<10)}, nil
+}
+
+// Close closes the procfs directory.
+func (c *FDCounter) Close() error {
+	if c.rootfd < 0 {
+		return nil
+	}
+	err := syscall.Close(c.rootfd)
+	c.rootfd = -1
+	return err
+}
+
+// Count returns how many of pid's descriptors are sockets in set. It
+// returns the errno of opening /proc/PID/fd when that fails (EACCES for
+// another user's process without CAP_DAC_READ_SEARCH, ENOENT when the
+// process is gone); links that cannot be read (a descriptor closed
+// meanwhile, or EACCES without CAP_SYS_PTRACE) do not count.
+func (c *FDCounter) Count(pid int, set *InodeSet) (uint32, error) {
+	p := appendInt(c.path[:0], pid)
+	p = append(p, "/fd\x00"...)
+	dfd, err := openat(c.rootfd, &p[0], syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(dfd)
+	var n uint32
+	for {
+		m, err := syscall.ReadDirent(dfd, c.dirbuf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m <= 0 {
+			return n, nil
+		}
+		b := c.dirbuf[:m]
+		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for len(b) >= 19 {
+			reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			name := b[19:reclen] // NUL-terminated, then padding
+			b = b[reclen:]
+			if name[0] == '.' {
+				continue
+			}
+			if ino, ok := c.socketInode(dfd, &name[0]); ok && set.Has(ino) {
+				n++
+			}
+		}
+	}
+}
+
+// socketInode reads the link name (NUL-terminated, relative to dfd) and
+// parses "socket:[INODE]".
+func (c *FDCounter) socketInode(dfd int, name *byte) (uint64, bool) {
+	l, _, e := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(dfd), uintptr(unsafe.Pointer(name)),
+		uintptr(unsafe.Pointer(&c.link[0])), uintptr(len(c.link)), 0, 0)
+	if e != 0 {
+		return 0, false
+	}
+	return ParseSocketLink(c.link[:l])
+}
+
+// ParseSocketLink parses the target of a /proc/PID/fd link that is a
+// socket, "socket:[12345]", into its inode number.
+func ParseSocketLink(b []byte) (uint64, bool) {
+	const prefix = "socket:["
+	if len(b) < len(prefix)+2 || string(b[:len(prefix)]) != prefix || b[len(b)-1] != ']' {
+		return 0, false
+	}
+	var v uint64
+	digits := b[len(prefix) : len(b)-1]
+	if len(digits) > 19 {
+		return 0, false
+	}
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(d-'0')
+	}
+	return v, true
+}
+
+func openat(dirfd int, path *byte, flags int) (int, error) {
+	for {
+		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(path)), uintptr(flags), 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return -1, e
+		}
+		return int(fd), nil
+	}
+}
+
+func appendInt(b []byte, v int) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+// Source lists ESTABLISHED sockets through sock_diag while it works and
+// through /proc/net/tcp{,6} otherwise. For a procfs root other than
+// /proc (a captured tree in tests) it reads only the files: sock_diag
+// would describe the live kernel instead.
+type Source struct {
+	root string
+	d    *Dumper
+	buf  []byte
+	// ProcNet is true once the source has fallen back to
+	// /proc/net/tcp{,6}.
+	ProcNet bool
+	// DiagErr is why sock_diag was given up, if it was.
+	DiagErr error
+}
+
+// NewSource returns a Source for the procfs tree at root.
+func NewSource(root string) *Source {
+	s := &Source{root: root}
+	if root != "/proc" {
+		s.ProcNet = true
+		return s
+	}
+	d, err := Open()
+	if err != nil {
+		s.ProcNet, s.DiagErr = true, err
+		return s
+	}
+	s.d = d
+	return s
+}
+
+// Established resets set and fills it with the inodes of the ESTABLISHED
+// TCP sockets.
+func (s *Source) Established(set *InodeSet) error {
+	set.Reset()
+	if s.d != nil {
+		err := s.d.Established(set)
+		if err == nil {
+			return nil
+		}
+		// Fall back for good: a kernel without inet_diag, or a
+		// sandbox that refuses the request, will not change its mind.
+		s.d.Close()
+		s.d = nil
+		s.ProcNet, s.DiagErr = true, err
+		set.Reset()
+	}
+	var err error
+	s.buf, err = ReadProcNet(s.root, set, s.buf)
+	return err
+}
+
+// Close releases the netlink socket.
+func (s *Source) Close() error {
+	if s.d != nil {
+		return s.d.Close()
+	}
+	return nil
+}
