@@ -89,6 +89,7 @@ import (
 
 	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/sockdiag"
 	"golang.org/x/sys/unix"
 )
 
@@ -180,8 +181,16 @@ type Stats struct {
 	Unheld int
 	// WalkTime is the sum of the smaps_rollup read times of this tick.
 	WalkTime time.Duration
-	// Conns reports the TCP counting of this tick (Options.Conns).
+	// ConnsErr is why TCP sockets could not be listed this tick
+	// (Options.Conns); Process.Conns is then not valid.
 	ConnsErr error
+	// ConnsDenied counts processes whose /proc/PID/fd could not be
+	// read (another user's process without CAP_DAC_READ_SEARCH): they
+	// count 0 connections.
+	ConnsDenied int
+	// ConnsProcNet is true when sockets came from /proc/net/tcp{,6}
+	// because sock_diag is unavailable.
+	ConnsProcNet bool
 }
 
 // Walks returns the number of smaps_rollup walks of the tick.
@@ -284,6 +293,7 @@ type worker struct {
 	names map[string]string
 	// walkTime sums this worker's smaps_rollup read times in a tick.
 	walkTime time.Duration
+	fdc      *sockdiag.FDCounter // with Options.Conns
 }
 
 // New opens the procfs tree at opt.Root.
@@ -329,6 +339,12 @@ func New(opt Options) (*Engine, error) {
 		})
 	}
 	if opt.Conns {
+		for _, w := range e.workers {
+			if w.fdc, err = sockdiag.NewFDCounter(opt.Root); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
 		e.conns = newConnCounter(opt.Root)
 	}
 	return e, nil
@@ -345,6 +361,11 @@ func (e *Engine) Close() error {
 	e.held.Store(0)
 	if e.conns != nil {
 		e.conns.close()
+	}
+	for _, w := range e.workers {
+		if w.fdc != nil {
+			w.fdc.Close()
+		}
 	}
 	unix.Close(e.rootfd)
 	return e.fs.Close()
@@ -514,9 +535,18 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		w.walkTime = 0
 	}
 
-	// Phase 4: collect, name, count.
-	if e.conns != nil {
-		e.stats.ConnsErr = e.conns.dump()
+	// Phase 4: count connections, collect, name.
+	if c := e.conns; c != nil {
+		e.stats.ConnsErr = c.dump()
+		e.stats.ConnsProcNet = c.src.ProcNet
+		if e.stats.ConnsErr == nil {
+			e.parallel(e.work, func(w *worker, rc *record) {
+				if rc.st <= stMalformed {
+					c.count(w, rc)
+				}
+			})
+			e.stats.ConnsDenied = int(c.denied.Load())
+		}
 	}
 	e.details = e.details[:0]
 	for _, i := range e.work {
@@ -540,9 +570,6 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		e.name(rc, tick)
 		if rc.fd < 0 {
 			e.stats.Unheld++
-		}
-		if e.conns != nil {
-			rc.p.Conns = e.conns.count(rc.pid)
 		}
 		snap.Procs = append(snap.Procs, rc.p)
 		e.details = append(e.details, Detail{
