@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -44,6 +45,8 @@ Flags:
   --proc DIR        read the procfs tree at DIR (default /proc)
   --cpuprofile FILE write a CPU profile of the run to FILE
   --memprofile FILE write a heap profile at the end of the run to FILE
+  --sandbox         confine memwho with Landlock before the scan: read-only
+                    access to the procfs tree, no network (see docs/safe.md)
   --version         print the version
 
 Figures are exact when memwho may read /proc/PID/smaps_rollup (as root, or
@@ -71,6 +74,7 @@ type reportFlags struct {
 	top                             int
 	procDir                         string
 	cpuprofile, memprofile          string
+	sandbox                         bool
 }
 
 func (f *reportFlags) register(fs *flag.FlagSet) {
@@ -94,6 +98,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
+	fs.BoolVar(&f.sandbox, "sandbox", false, "")
 }
 
 // reportPlan is the validated form of the flags.
@@ -104,6 +109,9 @@ type reportPlan struct {
 	pids    []int
 	uid     uint32
 	hasUID  bool
+	// proc is --proc DIR, opened with the user's identity; the caller
+	// closes it.
+	proc *privilege.ProcRoot
 }
 
 func (f *reportFlags) plan() (*reportPlan, error) {
@@ -152,10 +160,9 @@ func (f *reportFlags) plan() (*reportPlan, error) {
 	if f.total && (f.json || f.csv) {
 		return nil, usagef("--total prints one number; it excludes --json and --csv")
 	}
-	if st, err := os.Stat(f.procDir); err != nil {
-		return nil, usagef("--proc: %v", unwrapPath(err))
-	} else if !st.IsDir() {
-		return nil, usagef("--proc: %s is not a directory", f.procDir)
+	// Last: the only check that leaves something open.
+	if p.proc, err = openProcRoot(f.procDir); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -199,11 +206,20 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer plan.proc.Close()
 
+	// Every file the user named is opened before the scan, with the
+	// user's identity (createOutput), so that a refused path costs
+	// nothing and the --sandbox can forbid new opens.
+	var mf *os.File
 	if f.memprofile != "" {
 		// Record every allocation: a report allocates little, and the
 		// default rate (one sample per 512 KiB) would show none of it.
 		runtime.MemProfileRate = 1
+		if mf, err = createOutput(f.memprofile); err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		defer mf.Close()
 	}
 	if f.cpuprofile != "" {
 		pf, err := createOutput(f.cpuprofile)
@@ -217,8 +233,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer pprof.StopCPUProfile()
 	}
 
+	if err := prepareScan(plan.proc, f.sandbox, stderr); err != nil {
+		return err
+	}
 	sc, err := sample.NewScanner(sample.Options{
-		Root:       f.procDir,
+		Root:       plan.proc.Path,
 		Fast:       f.fast,
 		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
 		NeedCgroup: plan.by == sample.ByCgroup,
@@ -231,6 +250,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer sc.Close()
 	var snap sample.Snapshot
 	if err := sc.Scan(&snap); err != nil {
+		return err
+	}
+	// The scan was the only step that needed privilege.
+	if err := dropPrivileges(); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -273,12 +296,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	warn(stderr, &snap, f.fast)
 
-	if f.memprofile != "" {
-		mf, err := createOutput(f.memprofile)
-		if err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		defer mf.Close()
+	if mf != nil {
 		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
 			return fmt.Errorf("--memprofile: %w", err)
 		}
@@ -286,9 +304,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// createOutput creates a file the user asked us to write.
+// createOutput creates (or truncates) a file the user asked us to write.
+// When memwho runs with more privilege than its user, the file is opened
+// with the user's identity (privilege.OpenFile): it succeeds exactly when
+// the user could have created it, and the new file is the user's.
 func createOutput(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	return privilege.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// openInput opens a file the user asked us to read, with the user's
+// identity (see createOutput): nothing the user could not read.
+func openInput(path string) (*os.File, error) {
+	return privilege.OpenFile(path, os.O_RDONLY, 0)
 }
 
 func keyHeader(by sample.By) string {

@@ -1,0 +1,26 @@
+# Convenience targets; scripts/test.sh is the test command.
+#
+#   make                          static binary ./memwho
+#   sudo make install-privileged  PREFIX=/usr/local GROUP=memwho USERS="alice bob"
+#   sudo make uninstall-privileged
+PREFIX ?= /usr/local
+GROUP ?= memwho
+USERS ?=
+
+.PHONY: build test install-privileged install-privileged-setuid uninstall-privileged
+
+build:
+	CGO_ENABLED=0 go build -trimpath -o memwho ./cmd/memwho
+
+test:
+	scripts/test.sh
+
+install-privileged: build
+	scripts/install-privileged.sh --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) memwho
+
+# Only for filesystems that cannot store file capabilities.
+install-privileged-setuid: build
+	scripts/install-privileged.sh --setuid --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) memwho
+
+uninstall-privileged:
+	scripts/uninstall-privileged.sh --prefix "$(PREFIX)" --group "$(GROUP)"

@@ -1,0 +1,374 @@
+// Package privilege lets memwho run with more privilege than the user who
+// starts it (file capabilities or a setuid-root install) without handing
+// that privilege to the user.
+//
+// The model: memwho needs exactly two capabilities, and only to read.
+// CAP_SYS_PTRACE lets it read another user's /proc/PID/smaps_rollup and
+// exe link (the exact PSS figures); CAP_DAC_READ_SEARCH adds the
+// /proc/PID/fd walks of the TCP and live features. Everything else the
+// user asks for is done as the user:
+//
+//   - [Setup], called once before flags are parsed, switches a setuid or
+//     setgid install to the real uid and gid on every thread, narrows the
+//     capability sets to the ones the command needs, sets no_new_privs and
+//     removes environment variables that name files;
+//   - [OpenFile] opens a path the user named (an output file, a profile,
+//     a --proc tree, a configuration or database) on a throw-away OS
+//     thread whose effective capabilities are cleared and whose fsuid and
+//     fsgid are the real user's, so the kernel checks exactly the user's
+//     rights, symlinks included;
+//   - [DropAll] clears every capability from every thread (through
+//     libcap's all-thread capset) once the scan is done, before any output
+//     is written;
+//   - [OpenProcRoot] decides whether a --proc tree may be scanned with
+//     privilege: only a real procfs that hides nothing from the user;
+//   - [Sandbox] optionally confines the rest of the run with Landlock.
+//
+// When the process is not elevated (root, or an ordinary user running an
+// ordinary binary) every function here is a no-op or the plain os call,
+// so behaviour for those users is unchanged.
+//
+// Capabilities, credentials and fsuid are per thread on Linux; the Go
+// runtime runs many threads. Whole-process changes therefore go through
+// libcap (psx, which uses syscall.AllThreadsSyscall) or the syscall
+// package's setres[ug]id (also all-thread since Go 1.16); only OpenFile
+// changes one thread on purpose, and that thread is discarded afterwards.
+package privilege
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/cap"
+)
+
+// The capabilities memwho can use, and which reads need them (measured on
+// Linux 6.18 with scripts/measure-caps.sh; see docs/safe.md).
+var (
+	// ScanCaps is what a memory scan needs: smaps_rollup, smaps, the exe
+	// link and ns/ links of another user's process. status, stat,
+	// cmdline, comm and cgroup need nothing.
+	ScanCaps = []cap.Value{cap.SYS_PTRACE}
+	// FDWalkCaps is what counting a process's sockets needs as well:
+	// reading the /proc/PID/fd directory needs CAP_DAC_READ_SEARCH and
+	// reading a link in it needs both.
+	FDWalkCaps = []cap.Value{cap.SYS_PTRACE, cap.DAC_READ_SEARCH}
+)
+
+// State is the process's identity and capabilities.
+type State struct {
+	RUID, EUID, SUID, FSUID int
+	RGID, EGID, SGID, FSGID int
+	// Permitted and Effective are capability bit masks (bit n is
+	// capability n) of the calling thread.
+	Permitted, Effective uint64
+}
+
+// Elevated reports whether the process can do more than its real user:
+// it runs setuid or setgid, or holds any capability, while the real user
+// is not root. Root running memwho is not elevated: there is nobody to
+// protect root from.
+func (s State) Elevated() bool {
+	if s.RUID == 0 {
+		return false
+	}
+	return s.EUID != s.RUID || s.SUID != s.RUID || s.FSUID != s.RUID ||
+		s.EGID != s.RGID || s.SGID != s.RGID || s.FSGID != s.RGID ||
+		s.Permitted != 0 || s.Effective != 0
+}
+
+// Current reads the identity and the capabilities of the calling thread.
+func Current() (State, error) {
+	var s State
+	s.RUID, s.EUID, s.SUID = unix.Getresuid()
+	s.RGID, s.EGID, s.SGID = unix.Getresgid()
+	// setfs[ug]id with an invalid id changes nothing and returns the
+	// current value.
+	fsuid, _ := unix.SetfsuidRetUid(-1)
+	fsgid, _ := unix.SetfsgidRetGid(-1)
+	s.FSUID, s.FSGID = fsuid, fsgid
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return s, fmt.Errorf("read capabilities: %w", err)
+	}
+	s.Permitted = uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32
+	s.Effective = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	return s, nil
+}
+
+// start is the state Setup found, before it changed anything.
+var (
+	startMu  sync.Mutex
+	start    State
+	setUp    bool
+	elevated bool
+)
+
+// Elevated reports whether the process started with more privilege than
+// its real user (see [State.Elevated]). Before [Setup] it reads the
+// current state.
+func Elevated() bool {
+	startMu.Lock()
+	defer startMu.Unlock()
+	if setUp {
+		return elevated
+	}
+	s, err := Current()
+	return err != nil || s.Elevated() // unreadable state counts as elevated: be careful
+}
+
+// Start returns the state Setup found, and false before Setup.
+func Start() (State, bool) {
+	startMu.Lock()
+	defer startMu.Unlock()
+	return start, setUp
+}
+
+// Setup is called once at start-up, before flags or files are looked at.
+// When the process is elevated it:
+//
+//   - switches every uid and gid (real, effective, saved, fs) of every
+//     thread to the real user's, so that a setuid-root install behaves
+//     like a file-capability install from here on and nothing it writes
+//     is owned by root;
+//   - narrows the permitted and effective capability sets to keep
+//     (clearing everything when keep is empty) and clears the inheritable
+//     and ambient sets;
+//   - sets no_new_privs, so nothing executed later could gain privilege;
+//   - when keep is not empty, removes environment variables outside a
+//     short allowlist (see [SanitizeEnv]).
+//
+// It then checks the result and fails if any thread kept more than keep.
+// It returns the state found at start.
+func Setup(keep ...cap.Value) (State, error) {
+	s, err := Current()
+	startMu.Lock()
+	start, setUp, elevated = s, true, err != nil || s.Elevated()
+	startMu.Unlock()
+	if err != nil {
+		return s, err
+	}
+	if !s.Elevated() {
+		return s, nil
+	}
+	if s.EGID != s.RGID || s.SGID != s.RGID || s.FSGID != s.RGID {
+		if err := syscall.Setresgid(s.RGID, s.RGID, s.RGID); err != nil {
+			return s, fmt.Errorf("switch to the real group id %d: %w", s.RGID, err)
+		}
+	}
+	if s.EUID != s.RUID || s.SUID != s.RUID || s.FSUID != s.RUID {
+		// libcap raises CAP_SETUID, keeps the permitted set across the
+		// change (PR_SET_KEEPCAPS) and runs setuid on every thread.
+		if err := cap.SetUID(s.RUID); err != nil {
+			return s, fmt.Errorf("switch to the real user id %d: %w", s.RUID, err)
+		}
+	}
+	if err := narrow(keep); err != nil {
+		return s, err
+	}
+	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return s, fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if len(keep) > 0 {
+		SanitizeEnv()
+	}
+	return s, verify(s, mask(keep))
+}
+
+// narrow sets permitted and effective to keep (as far as the process has
+// them) on every thread, and clears inheritable and ambient.
+func narrow(keep []cap.Value) error {
+	have := cap.GetProc()
+	want := cap.NewSet()
+	for _, v := range keep {
+		if ok, _ := have.GetFlag(cap.Permitted, v); !ok {
+			continue // not granted by this install: nothing to keep
+		}
+		if err := want.SetFlag(cap.Permitted, true, v); err != nil {
+			return fmt.Errorf("build capability set: %w", err)
+		}
+		if err := want.SetFlag(cap.Effective, true, v); err != nil {
+			return fmt.Errorf("build capability set: %w", err)
+		}
+	}
+	if err := cap.ResetAmbient(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	if err := want.SetProc(); err != nil {
+		return fmt.Errorf("narrow capabilities to %s: %w", want, err)
+	}
+	return nil
+}
+
+// verify checks every thread of the process: all ids are the real ones
+// and no capability outside allowed remains.
+func verify(s State, allowed uint64) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		// Without /proc the calling thread is all we can check.
+		cur, err := Current()
+		if err != nil {
+			return err
+		}
+		return checkState(cur, s, allowed, "this thread")
+	}
+	for _, t := range tasks {
+		st, err := threadState("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		if err := checkState(st, s, allowed, "thread "+t.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkState(got, start State, allowed uint64, who string) error {
+	if got.RUID != start.RUID || got.EUID != start.RUID || got.SUID != start.RUID || got.FSUID != start.RUID {
+		return fmt.Errorf("privilege drop failed: %s still has uids %d/%d/%d/%d (want %d)", who, got.RUID, got.EUID, got.SUID, got.FSUID, start.RUID)
+	}
+	if got.RGID != start.RGID || got.EGID != start.RGID || got.SGID != start.RGID || got.FSGID != start.RGID {
+		return fmt.Errorf("privilege drop failed: %s still has gids %d/%d/%d/%d (want %d)", who, got.RGID, got.EGID, got.SGID, got.FSGID, start.RGID)
+	}
+	if extra := (got.Permitted | got.Effective) &^ allowed; extra != 0 {
+		return fmt.Errorf("privilege drop failed: %s still holds capabilities %#x", who, extra)
+	}
+	return nil
+}
+
+// threadState parses the Uid, Gid, CapPrm and CapEff lines of a
+// /proc/.../status file.
+func threadState(path string) (State, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return State{}, err
+	}
+	return parseStatus(string(b))
+}
+
+func parseStatus(text string) (State, error) {
+	var s State
+	seen := 0
+	for line := range strings.Lines(text) {
+		key, val, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "Uid", "Gid":
+			var a, b, c, d int
+			if _, err := fmt.Sscan(val, &a, &b, &c, &d); err != nil {
+				return s, fmt.Errorf("parse %s line %q: %w", key, val, err)
+			}
+			if key == "Uid" {
+				s.RUID, s.EUID, s.SUID, s.FSUID = a, b, c, d
+			} else {
+				s.RGID, s.EGID, s.SGID, s.FSGID = a, b, c, d
+			}
+			seen++
+		case "CapPrm", "CapEff":
+			var v uint64
+			if _, err := fmt.Sscanf(val, "%x", &v); err != nil {
+				return s, fmt.Errorf("parse %s line %q: %w", key, val, err)
+			}
+			if key == "CapPrm" {
+				s.Permitted = v
+			} else {
+				s.Effective = v
+			}
+			seen++
+		}
+	}
+	if seen != 4 {
+		return s, errors.New("status lacks Uid, Gid, CapPrm or CapEff")
+	}
+	return s, nil
+}
+
+func mask(vs []cap.Value) uint64 {
+	var m uint64
+	for _, v := range vs {
+		m |= 1 << uint(v)
+	}
+	return m
+}
+
+// DropAll clears the permitted, effective, inheritable and ambient
+// capability sets of every thread, and (if Setup was not called) switches
+// a setuid process to its real ids first. Nothing can raise them again:
+// memwho never executes another program, and no_new_privs is set. It is
+// a no-op when the process is not elevated, so that root keeps its
+// powers for the rest of its run.
+func DropAll() error {
+	if !Elevated() {
+		return nil
+	}
+	s, err := Current()
+	if err != nil {
+		return err
+	}
+	if s.EGID != s.RGID || s.SGID != s.RGID || s.FSGID != s.RGID {
+		if err := syscall.Setresgid(s.RGID, s.RGID, s.RGID); err != nil {
+			return fmt.Errorf("switch to the real group id %d: %w", s.RGID, err)
+		}
+	}
+	if s.EUID != s.RUID || s.SUID != s.RUID || s.FSUID != s.RUID {
+		if err := syscall.Setresuid(s.RUID, s.RUID, s.RUID); err != nil {
+			return fmt.Errorf("switch to the real user id %d: %w", s.RUID, err)
+		}
+	}
+	if err := narrow(nil); err != nil {
+		return err
+	}
+	return verify(s, 0)
+}
+
+// envAllowed lists the variables kept when an elevated memwho keeps
+// capabilities: presentation only. Everything else may name a file that
+// a library opens on its own (PGPASSFILE, SSL_CERT_FILE, ZONEINFO, ...),
+// which with CAP_DAC_READ_SEARCH could be a file the user cannot read.
+var envAllowed = []string{
+	"TERM", "COLORTERM", "NO_COLOR", "COLUMNS", "LINES",
+	"LANG", "LANGUAGE", "HOME", "USER", "LOGNAME", "PATH",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
+}
+
+// SanitizeEnv removes every environment variable except the allowlist
+// above, LC_* (Go ignores the locale; kept for completeness) and TZ when
+// it names a zone rather than a file. It is called by Setup when
+// an elevated process keeps capabilities. The Go runtime's own knobs
+// (GODEBUG, GOGC, GOMAXPROCS, GOMEMLIMIT, GOTRACEBACK) were read before
+// main ran; see docs/safe.md for what they can and cannot do.
+func SanitizeEnv() {
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if envKept(k, v) {
+			continue
+		}
+		os.Unsetenv(k)
+	}
+}
+
+func envKept(k, v string) bool {
+	switch {
+	case slices.Contains(envAllowed, k):
+		return true
+	case strings.HasPrefix(k, "LC_"):
+		return true
+	case k == "TZ":
+		// A zone name ("UTC", "Europe/Paris", ":Asia/Tokyo"), not a
+		// file: no absolute path, no way out of the zoneinfo directory.
+		v = strings.TrimPrefix(v, ":")
+		return !strings.HasPrefix(v, "/") && !strings.Contains(v, "..")
+	}
+	return false
+}

@@ -1,0 +1,109 @@
+#!/bin/sh
+# Installs memwho so that the members of one group (and only they) see the
+# exact memory of every process, without root:
+#
+#   owner root, group GROUP, mode 0750, file capabilities
+#   cap_sys_ptrace,cap_dac_read_search+ep
+#
+# CAP_SYS_PTRACE reads other users' /proc/PID/smaps_rollup (exact PSS and
+# swap); CAP_DAC_READ_SEARCH lists /proc/PID/fd for the TCP and live
+# features. memwho keeps only what each command needs, drops everything
+# after the scan and opens every path the user names as the user (see
+# docs/safe.md). With --setuid it installs setuid root instead (mode 4750),
+# for filesystems without extended attributes; memwho then switches to the
+# real user at start-up, keeping the same two capabilities.
+#
+# Run as root. Idempotent.
+set -eu
+
+usage() {
+	cat <<'EOF'
+Usage: scripts/install-privileged.sh [options] [BINARY]
+
+Installs BINARY (default: a fresh static build of ./cmd/memwho) as
+PREFIX/bin/memwho, runnable by the members of GROUP, with the file
+capabilities memwho needs.
+
+Options:
+  --prefix DIR    install under DIR/bin (default /usr/local)
+  --group NAME    group allowed to run memwho (default memwho; created
+                  as a system group if missing)
+  --add-user USER add USER to the group (repeatable; takes effect at the
+                  user's next login)
+  --setuid        setuid root instead of file capabilities (only where
+                  the filesystem cannot store capabilities)
+
+Examples:
+  sudo scripts/install-privileged.sh --add-user alice
+  sudo make install-privileged PREFIX=/opt/memwho USERS="alice bob"
+EOF
+}
+
+prefix=/usr/local
+group=memwho
+setuid=0
+users=""
+binary=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--prefix) prefix=$2; shift 2 ;;
+	--prefix=*) prefix=${1#*=}; shift ;;
+	--group) group=$2; shift 2 ;;
+	--group=*) group=${1#*=}; shift ;;
+	--add-user) users="$users $2"; shift 2 ;;
+	--add-user=*) users="$users ${1#*=}"; shift ;;
+	--setuid) setuid=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	-*) echo "install-privileged: error: unknown option $1" >&2; usage >&2; exit 2 ;;
+	*) binary=$1; shift ;;
+	esac
+done
+
+die() { echo "install-privileged: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (the binary must belong to root)"
+command -v setcap >/dev/null || [ $setuid = 1 ] || die "setcap not found (Debian: apt-get install libcap2-bin)"
+
+if [ -z "$binary" ]; then
+	here=$(cd "$(dirname "$0")/.." && pwd)
+	binary=$(mktemp)
+	trap 'rm -f "$binary"' EXIT
+	echo "install-privileged: building $here/cmd/memwho"
+	(cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$binary" ./cmd/memwho) || die "build failed"
+fi
+[ -f "$binary" ] || die "$binary: no such file"
+
+if ! getent group "$group" >/dev/null; then
+	groupadd --system "$group" || die "cannot create group $group"
+	echo "install-privileged: created group $group"
+fi
+for u in $users; do
+	usermod -a -G "$group" "$u" || die "cannot add $u to $group"
+	echo "install-privileged: added $u to $group"
+done
+
+dir=$prefix/bin
+dest=$dir/memwho
+mkdir -p "$dir"
+# Install under a temporary name and rename, so that the path never
+# names a half-written or wrongly-permissioned file. chown clears file
+# capabilities, so capabilities come last.
+tmp=$dir/.memwho.install.$$
+cp "$binary" "$tmp"
+chown "root:$group" "$tmp"
+if [ $setuid = 1 ]; then
+	chmod 4750 "$tmp"
+else
+	chmod 0750 "$tmp"
+	if ! setcap cap_sys_ptrace,cap_dac_read_search+ep "$tmp"; then
+		rm -f "$tmp"
+		die "setcap failed: the filesystem of $dir cannot store capabilities (try another --prefix, or --setuid)"
+	fi
+fi
+mv -f "$tmp" "$dest"
+
+if [ $setuid = 1 ]; then
+	echo "install-privileged: installed $dest (root:$group 4750, setuid root)"
+else
+	echo "install-privileged: installed $dest (root:$group 0750, $(getcap "$dest" | sed 's/^[^ ]* //'))"
+fi
