@@ -24,6 +24,19 @@ var scanCaps = map[string][]cap.Value{
 	"record": privilege.FDWalkCaps,
 }
 
+// pathFlags lists, for the scanning subcommands that open a path flag's
+// value themselves (report goes through openProcRoot instead), the value
+// that is safe to read with privilege. A command line that sets one to
+// anything else keeps no capability: a directory the user controls could
+// hold symlinks to files only root may read, and with the user's own
+// rights that reads exactly what the user could read anyway. The check
+// errs on the safe side: any argument spelled like the flag counts.
+var pathFlags = map[string]map[string]string{
+	"watch":  {"proc": "/proc"},
+	"serve":  {"proc": "/proc"},
+	"record": {"proc": "/proc", "cgroup-root": "/sys/fs/cgroup"},
+}
+
 // capsFor picks the capabilities for a command line the way run picks
 // the subcommand: no argument or a flag first means report.
 func capsFor(args []string) []cap.Value {
@@ -31,6 +44,9 @@ func capsFor(args []string) []cap.Value {
 		return scanCaps["report"]
 	}
 	if c, ok := scanCaps[args[0]]; ok {
+		if !safePaths(pathFlags[args[0]], args[1:]) {
+			return nil
+		}
 		return c
 	}
 	if _, ok := commands[args[0]]; ok {
@@ -39,6 +55,38 @@ func capsFor(args []string) []cap.Value {
 	// An unknown word is a report usage error ("unexpected argument"),
 	// or a subcommand whose init has not run yet: keep nothing.
 	return nil
+}
+
+// safePaths reports whether every flag of args named in safe is absent or
+// has its safe value.
+func safePaths(safe map[string]string, args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, val, hasVal := strings.Cut(name, "=")
+		want, listed := safe[name]
+		if !listed {
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return false
+			}
+			i++
+			val = args[i]
+		}
+		if val != want {
+			return false
+		}
+	}
+	return true
 }
 
 // init runs before main, flags and files: a setuid-root install becomes
