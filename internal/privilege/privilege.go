@@ -337,14 +337,15 @@ func DropAll() error {
 // a library opens on its own (PGPASSFILE, SSL_CERT_FILE, ZONEINFO, ...),
 // which with CAP_DAC_READ_SEARCH could be a file the user cannot read.
 var envAllowed = []string{
-	"TERM", "COLORTERM", "NO_COLOR", "COLUMNS", "LINES",
+	"COLORTERM", "NO_COLOR", "COLUMNS", "LINES",
 	"LANG", "LANGUAGE", "HOME", "USER", "LOGNAME", "PATH",
 	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
 }
 
 // SanitizeEnv removes every environment variable except the allowlist
-// above, LC_* (Go ignores the locale; kept for completeness) and TZ when
-// it names a zone rather than a file. It is called by Setup when
+// above, LC_* (Go ignores the locale; kept for completeness), MEMWHO_*,
+// TERM when it is a terminal name and TZ when it names a zone rather than
+// a file. It is called by Setup when
 // an elevated process keeps capabilities. The Go runtime's own knobs
 // (GODEBUG, GOGC, GOMAXPROCS, GOMEMLIMIT, GOTRACEBACK) were read before
 // main ran; see docs/safe.md for what they can and cannot do.
@@ -364,6 +365,14 @@ func envKept(k, v string) bool {
 		return true
 	case strings.HasPrefix(k, "LC_"):
 		return true
+	case strings.HasPrefix(k, "MEMWHO_"):
+		// memwho's own settings (MEMWHO_DB, ...) are like its flags:
+		// the code that reads them opens paths as the user.
+		return true
+	case k == "TERM":
+		// Terminal libraries look TERM up as a file name under the
+		// terminfo directories: a name, never a path.
+		return termName(v)
 	case k == "TZ":
 		// A zone name ("UTC", "Europe/Paris", ":Asia/Tokyo"), not a
 		// file: no absolute path, no way out of the zoneinfo directory.
@@ -371,4 +380,19 @@ func envKept(k, v string) bool {
 		return !strings.HasPrefix(v, "/") && !strings.Contains(v, "..")
 	}
 	return false
+}
+
+// termName reports whether v looks like a terminal type ("xterm-256color",
+// "screen.xterm", "rxvt-unicode+x"), not a path.
+func termName(v string) bool {
+	if v == "" || v[0] == '.' || v[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '+') {
+			return false
+		}
+	}
+	return !strings.Contains(v, "..")
 }
