@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/memwho/memwho/internal/store"
+	"github.com/memwho/memwho/internal/store/storetest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// writeHistory writes n samples of each of hosts (storetest.Samples)
+// into a new SQLite history and returns its path.
+func writeHistory(t testing.TB, path string, n int, hosts ...string) string {
+	t.Helper()
+	if err := newHistory(path, n, hosts...); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newHistory(path string, n int, hosts ...string) error {
+	ctx := context.Background()
+	st, err := store.Open(ctx, path, store.OpenOptions{})
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	samples := storetest.Samples(n, hosts...)
+	for i := range samples {
+		if err := st.Write(ctx, &samples[i]); err != nil {
+			st.Close()
+			return err
+		}
+	}
+	return st.Close()
+}
+
+// storeCSV is what the store itself exports for q: the reference.
+func storeCSV(t *testing.T, db string, q store.Query, table store.Table) []byte {
+	t.Helper()
+	st, err := store.Open(context.Background(), db, store.OpenOptions{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var buf bytes.Buffer
+	if err := st.ExportCSV(context.Background(), q, table, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// memwho runs the command line and returns its output and exit code.
+func memwho(args ...string) (stdout, stderr string, code int) {
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func TestExportSQLite(t *testing.T) {
+	dir := t.TempDir()
+	db := writeHistory(t, filepath.Join(dir, "history.db"), 20, "web1", "web2")
+
+	t.Run("stdout", func(t *testing.T) {
+		out, errOut, code := memwho("export", "--db", db)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		want := storeCSV(t, db, store.Query{}, store.TableUsage)
+		if out != string(want) {
+			t.Errorf("export differs from the store's own CSV:\n got %.300q\nwant %.300q", out, want)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil || len(recs) != 1+20*2*7 {
+			t.Errorf("%d records (%v), want a header and 280 rows", len(recs), err)
+		}
+	})
+
+	t.Run("gzip file is deterministic", func(t *testing.T) {
+		a, b := filepath.Join(dir, "a.csv.gz"), filepath.Join(dir, "b.csv.gz")
+		for _, out := range []string{a, b} {
+			if _, errOut, code := memwho("export", "--db", db, "--gzip", "-o", out); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+		}
+		if fileHash(t, a) != fileHash(t, b) {
+			t.Error("two exports of the same data differ")
+		}
+		if got, want := gunzipFile(t, a), storeCSV(t, db, store.Query{}, store.TableUsage); !bytes.Equal(got, want) {
+			t.Errorf("gunzipped export differs from the store's CSV (%d vs %d bytes)", len(got), len(want))
+		}
+		if _, err := os.Stat(a + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s.tmp left behind: %v", a, err)
+		}
+	})
+
+	t.Run("since until host table", func(t *testing.T) {
+		since := storetest.T0.Add(5 * time.Minute)
+		until := storetest.T0.Add(8 * time.Minute)
+		out, errOut, code := memwho("export", "--db", db, "--since", since.Format(time.RFC3339Nano),
+			"--until", until.Format(time.RFC3339Nano), "--host", "web2", "--table", "samples")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		want := storeCSV(t, db, store.Query{Since: since, Until: until, Host: "web2", NoRows: true}, store.TableSamples)
+		if out != string(want) {
+			t.Errorf("got\n%s\nwant\n%s", out, want)
+		}
+		if n := strings.Count(out, "\n"); n != 1+3 {
+			t.Errorf("%d lines, want a header and 3 samples:\n%s", n, out)
+		}
+	})
+}
+
+// TestWriteFileAtomic: a failed export leaves neither the final name nor
+// the temporary file; a successful one replaces the old file.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "out.csv")
+	if err := os.WriteFile(name, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errDB := errors.New("database went away")
+	err := writeFileAtomic(name, func(w io.Writer) error {
+		io.WriteString(w, "half a file")
+		return errDB
+	})
+	if !errors.Is(err, errDB) {
+		t.Errorf("writeFileAtomic error = %v, want %v", err, errDB)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "old\n" {
+		t.Errorf("after a failed write the file holds %q, want the old content", b)
+	}
+	if _, err := os.Stat(name + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+	if err := writeFileAtomic(name, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new\n")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "new\n" {
+		t.Errorf("file holds %q, want %q", b, "new\n")
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 500_600_000, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  bool
+	}{
+		{in: "2026-03-01T12:00:00Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
+		{in: "2026-03-01T13:00:00.25+01:00", want: time.Date(2026, 3, 1, 12, 0, 0, 250e6, time.UTC)},
+		{in: "2026-03-01", want: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{in: "24h", want: time.Date(2026, 3, 9, 12, 0, 0, 500e6, time.UTC)},
+		{in: "90m", want: time.Date(2026, 3, 10, 10, 30, 0, 500e6, time.UTC)},
+		{in: "7d", want: time.Date(2026, 3, 3, 12, 0, 0, 500e6, time.UTC)},
+		{in: "-1h", err: true},
+		{in: "yesterday", err: true},
+		{in: "d", err: true},
+		{in: "", err: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseTime(tc.in, now)
+			if tc.err {
+				if err == nil {
+					t.Errorf("parseTime(%q) = %v, want an error", tc.in, got)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tc.want) {
+				t.Errorf("parseTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExportScript runs the export scenarios in testdata/export. The
+// condition [sftp] holds unless built with -tags nosftp. They add two
+// commands: "history DB N HOST..." writes N samples per host (the
+// storetest fixtures) into a new SQLite history, and "gunzip IN OUT".
+func TestExportScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/export",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "sftp" {
+				return haveSFTP, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"history": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 3 {
+					ts.Fatalf("usage: history DB N HOST...")
+				}
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				ts.Check(newHistory(ts.MkAbs(args[0]), n, args[2:]...))
+			},
+			"gunzip": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: gunzip IN OUT")
+				}
+				f, err := os.Open(ts.MkAbs(args[0]))
+				ts.Check(err)
+				defer f.Close()
+				zr, err := gzip.NewReader(f)
+				ts.Check(err)
+				b, err := io.ReadAll(zr)
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o644))
+			},
+		},
+	})
+}
