@@ -31,7 +31,8 @@ docs/watch.md for the rule).
 
 On a terminal it is a full-screen view. Keys:
   p s r w c n d t  sort by private, shared, RAM, swap, count, name,
-                   change or rate (again: reverse); ← → step the column
+                   change or rate (o: connections; again: reverse);
+                   ← → step through the columns
   g G              next / previous grouping: program, user, cgroup, pid
   /                filter by regular expression; Esc clears it
   space            pause      ?  help      q  quit
@@ -45,11 +46,13 @@ Flags:
   --by KEY          group by program (default), user, cgroup or pid
   --filter REGEX    keep groups whose name matches REGEX (Go syntax)
   --sort COL        ram (default), private, shared, swap, count, name,
-                    change or rate
+                    change, rate or conns
   --count N         exit after N refreshes (default: run until q or ^C)
   --plain           print plain snapshots even on a terminal
   --fast            read only /proc/PID/status: RSS-based estimates, no
                     page-table walk
+  --conns           count each group's ESTABLISHED TCP connections (a Conns
+                    column in the live view; reads every /proc/PID/fd)
   --proc DIR        read the procfs tree at DIR (default /proc)
 
 Examples:
@@ -67,7 +70,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		interval                time.Duration
 		by, filter, sortCol, pr string
 		count                   int
-		plain, fast             bool
+		plain, fast, conns      bool
 	)
 	fs.DurationVar(&interval, "interval", 2*time.Second, "")
 	fs.StringVar(&by, "by", "program", "")
@@ -76,6 +79,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&count, "count", 0, "")
 	fs.BoolVar(&plain, "plain", false, "")
 	fs.BoolVar(&fast, "fast", false, "")
+	fs.BoolVar(&conns, "conns", false, "")
 	fs.StringVar(&pr, "proc", "/proc", "")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -87,7 +91,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	opt := watch.Options{Interval: interval, Count: count, Fast: fast}
+	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns}
 	var err error
 	if interval <= 0 {
 		return usagef("--interval: must be positive")
@@ -123,6 +127,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// history of every grouping, so it reads what all of them need.
 		NeedUID:    live || opt.By == sample.ByUser,
 		NeedCgroup: live || opt.By == sample.ByCgroup,
+		Conns:      conns,
 	})
 	if err != nil {
 		return err

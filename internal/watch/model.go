@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -26,6 +27,7 @@ var groupings = [...]sample.By{sample.ByProgram, sample.ByUser, sample.ByCgroup,
 var sortKeys = map[string]SortKey{
 	"p": SortPrivate, "s": SortShared, "r": SortRAM, "w": SortSwap,
 	"c": SortCount, "n": SortName, "d": SortChange, "t": SortRate,
+	"o": SortConns,
 }
 
 // Model is the live view: a bubbletea model whose View is a pure
@@ -205,17 +207,18 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "q":
 		return m, tea.Quit
 	case "left", "right":
+		order := m.sortOrder()
 		step := 1
 		if k == "left" {
-			step = len(columnSortOrder) - 1
+			step = len(order) - 1
 		}
 		i := 0
-		for j, sk := range columnSortOrder {
+		for j, sk := range order {
 			if sk == m.sortKey {
 				i = j
 			}
 		}
-		m.sortKey = columnSortOrder[(i+step)%len(columnSortOrder)]
+		m.sortKey = order[(i+step)%len(order)]
 		m.desc = m.sortKey != SortName
 	case "g", "G":
 		step := 1
@@ -245,6 +248,15 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.help = true
 	}
 	return m, nil
+}
+
+// sortOrder is the order the left and right keys step through the
+// sortable columns: as they stand on the screen.
+func (m *Model) sortOrder() []SortKey {
+	if m.opt.Conns {
+		return columnSortOrder[:]
+	}
+	return slices.DeleteFunc(slices.Clone(columnSortOrder[:]), func(k SortKey) bool { return k == SortConns })
 }
 
 // setSort sorts by sk, largest first (names A to Z); choosing the

@@ -144,6 +144,8 @@ func TestSortKeys(t *testing.T) {
 		{[]string{"left"}, SortShared, true},
 		{[]string{"t", "right"}, SortName, false},
 		{[]string{"n", "right"}, SortPrivate, true},
+		{[]string{"c", "right"}, SortChange, true}, // no Conns column without --conns
+		{[]string{"o"}, SortConns, true},
 	} {
 		t.Run(strings.Join(tc.keys, ","), func(t *testing.T) {
 			got, _ := press(m, tc.keys...)
@@ -151,6 +153,10 @@ func TestSortKeys(t *testing.T) {
 				t.Errorf("sort %v desc %v, want %v desc %v", got.sortKey, got.desc, tc.sort, tc.desc)
 			}
 		})
+	}
+	withConns := testModel(t, 120, 40, 20, Options{Conns: true})
+	if got, _ := press(withConns, "c", "right"); got.sortKey != SortConns {
+		t.Errorf("with --conns, right from count goes to %v, want conns", got.sortKey)
 	}
 	// Sorting by rate puts the leak first.
 	byRate, _ := press(m, "t")

@@ -30,6 +30,9 @@ type Options struct {
 	// Fast says the sampler reads only /proc/PID/status; the plain
 	// table's legend gives it as the reason for estimates.
 	Fast bool
+	// Conns shows each group's ESTABLISHED TCP connections in the live
+	// view (the sampler must count them: snapshots with ConnsOK).
+	Conns bool
 	// Color allows colour and emphasis in the live view. The plain output
 	// never uses colour: it is meant for logs.
 	Color bool

@@ -85,6 +85,9 @@ type Info struct {
 	Procs, Gone, Denied, Kernel, Broken, Malformed int
 	// Total sums every process (no filter), in bytes.
 	Total sample.Group
+	// ConnsOK says the processes' ESTABLISHED TCP sockets were counted
+	// (Group.Conns is valid).
+	ConnsOK bool
 }
 
 // Tracker keeps the recent history of every group in the groupings it
@@ -153,7 +156,7 @@ func (t *Tracker) Add(snap *sample.Snapshot) {
 	t.info = Info{
 		Time: snap.Time, Meminfo: snap.Meminfo, MeminfoOK: snap.MeminfoOK,
 		Procs: len(snap.Procs), Gone: snap.Gone, Denied: snap.Denied, Kernel: snap.Kernel,
-		Broken: snap.Broken, Malformed: snap.Malformed,
+		Broken: snap.Broken, Malformed: snap.Malformed, ConnsOK: snap.ConnsOK,
 	}
 	totalDone := false
 	for by, v := range t.views {
@@ -366,8 +369,8 @@ func (t *Tracker) leak(vs []uint64, rate float64) bool {
 // SortKey names a column to sort rows by.
 type SortKey uint8
 
-// Sort columns: the report's, then the change since the start and the
-// growth rate.
+// Sort columns: the report's, then the change since the start, the
+// growth rate and the ESTABLISHED TCP connections.
 const (
 	SortRAM SortKey = iota
 	SortPrivate
@@ -377,10 +380,11 @@ const (
 	SortName
 	SortChange
 	SortRate
+	SortConns
 	numSortKeys
 )
 
-var sortNames = [numSortKeys]string{"ram", "private", "shared", "swap", "count", "name", "change", "rate"}
+var sortNames = [numSortKeys]string{"ram", "private", "shared", "swap", "count", "name", "change", "rate", "conns"}
 
 // String returns the flag spelling of k.
 func (k SortKey) String() string { return sortNames[k] }
@@ -415,6 +419,8 @@ func SortRows(rows []Row, key SortKey, desc bool) {
 			c = cmp.Compare(a.Change, b.Change)
 		case SortRate:
 			c = cmp.Compare(a.Rate, b.Rate)
+		case SortConns:
+			c = cmp.Compare(a.Conns, b.Conns)
 		}
 		if desc {
 			c = -c

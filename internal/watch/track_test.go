@@ -28,6 +28,7 @@ type proc struct {
 	cgroup string
 	shared uint64
 	swap   uint64
+	conns  uint32
 	est    bool
 	ram    func(i int) uint64
 }
@@ -43,6 +44,7 @@ func snapshot(i int, every time.Duration, procs []proc) *sample.Snapshot {
 	s := &sample.Snapshot{
 		Time:      t0.Add(time.Duration(i) * every),
 		MeminfoOK: true,
+		ConnsOK:   true,
 		Meminfo:   sample.Meminfo{MemTotal: 16 * giB, MemAvailable: 12 * giB, SwapTotal: 4 * giB, SwapFree: 4 * giB},
 	}
 	for _, p := range procs {
@@ -55,7 +57,7 @@ func snapshot(i int, every time.Duration, procs []proc) *sample.Snapshot {
 		}
 		pr := sample.Process{
 			PID: p.pid, Name: p.name, Comm: p.name, UID: p.uid, UIDKnown: true, Cgroup: p.cgroup,
-			RAM: ram, Shared: min(p.shared, ram), Swap: p.swap,
+			RAM: ram, Shared: min(p.shared, ram), Swap: p.swap, Conns: p.conns,
 		}
 		pr.Private = ram - pr.Shared
 		if p.est {

@@ -32,6 +32,7 @@ const (
 	colRAM
 	colSwap
 	colProcs
+	colConns
 	colChange
 	colRate
 	colTrend
@@ -55,6 +56,7 @@ var colDefs = [numCols]colDef{
 	colRAM:     {"RAM used", 11, SortRAM, true},
 	colSwap:    {"Swap", 11, SortSwap, true},
 	colProcs:   {"Procs", 6, SortCount, true},
+	colConns:   {"Conns", 6, SortConns, true},
 	colChange:  {"Change", 11, SortChange, true},
 	colRate:    {"MiB/min", 8, SortRate, true},
 	colTrend:   {"Trend", SparkWidth, numSortKeys, false},
@@ -64,10 +66,10 @@ var colDefs = [numCols]colDef{
 
 // optionalCols are added, in this order, while the name keeps
 // minNameWidth cells; RAM, Change, MiB/min and the name are always shown.
-var optionalCols = [...]colID{colSwap, colLeak, colTrend, colProcs, colPrivate, colShared}
+var optionalCols = [...]colID{colSwap, colConns, colLeak, colTrend, colProcs, colPrivate, colShared}
 
 // columnSortOrder is the order the left and right keys step through.
-var columnSortOrder = [...]SortKey{SortPrivate, SortShared, SortRAM, SortSwap, SortCount, SortChange, SortRate, SortName}
+var columnSortOrder = [...]SortKey{SortPrivate, SortShared, SortRAM, SortSwap, SortCount, SortConns, SortChange, SortRate, SortName}
 
 const minNameWidth = 16
 
@@ -77,7 +79,7 @@ const headerLines = 4
 
 // layout chooses the columns for a width: shown[c] says whether column c
 // is on screen, and nameWidth is what the name column gets.
-func layout(width int, by sample.By) (shown [numCols]bool, nameWidth int) {
+func layout(width int, by sample.By, conns bool) (shown [numCols]bool, nameWidth int) {
 	used := 0
 	add := func(c colID) { shown[c] = true; used += colDefs[c].width + 1 }
 	add(colRAM)
@@ -86,6 +88,9 @@ func layout(width int, by sample.By) (shown [numCols]bool, nameWidth int) {
 	for _, c := range optionalCols {
 		if c == colProcs && by == sample.ByPID {
 			continue // one process per group: the count says nothing
+		}
+		if c == colConns && !conns {
+			continue
 		}
 		if used+colDefs[c].width+1+minNameWidth <= width {
 			add(c)
@@ -150,7 +155,7 @@ func (m Model) screen() string {
 	SortRows(rows, m.sortKey, m.desc)
 	lines = append(lines, m.statusLine(len(rows), len(all)))
 
-	shown, nameW := layout(w, m.by)
+	shown, nameW := layout(w, m.by, m.opt.Conns)
 	lines = append(lines, m.columnTitles(shown, nameW))
 	room := max(h-headerLines-1, 0)
 	hidden := 0
@@ -334,6 +339,12 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 			tmp = appendMarked(tmp, swapMark, r.Swap)
 		case colProcs:
 			tmp = strconv.AppendInt(tmp, int64(r.Count), 10)
+		case colConns:
+			if m.tr.Info().ConnsOK {
+				tmp = strconv.AppendUint(tmp, r.Conns, 10)
+			} else {
+				tmp = append(tmp, '?')
+			}
 		case colChange:
 			if !isTotal {
 				tmp = appendChange(tmp, r.Change)
@@ -418,15 +429,13 @@ func padRight(s string, width int) string {
 func (m Model) helpLines() []string {
 	c := m.tr.Config()
 	return []string{
-		"",
 		m.st.render(m.st.title, "Keys"),
-		"  p s r w c n d t  sort by private, shared, RAM, swap, count, name, change",
-		"                   or rate; the same key again reverses the order",
+		"  p s r w c n      sort by private, shared, RAM, swap, count, name;",
+		"  d t o            change, rate, connections (--conns); again: reverse",
 		"  ← →              previous / next sort column",
 		"  g G              next / previous grouping: program, user, cgroup, pid",
-		"  /                filter groups by a regular expression (Go syntax):",
-		"                   Enter applies, Esc cancels, empty shows all",
-		"  Esc              clear the filter",
+		"  /                filter by regular expression (Go syntax): Enter applies,",
+		"                   Esc cancels; Esc outside the prompt clears the filter",
 		"  space            pause / resume sampling",
 		"  ?                this help (any key closes it)",
 		"  q  ctrl+c        quit",
@@ -437,6 +446,7 @@ func (m Model) helpLines() []string {
 		"  Change    RAM now minus RAM when the group was first seen",
 		"  MiB/min   growth: Theil–Sen slope over the last " + strconv.Itoa(c.Window) + " samples",
 		"  Trend     RAM over the last " + strconv.Itoa(SparkWidth) + " samples, lowest ▁ to highest █",
+		"  Conns     ESTABLISHED TCP connections (--conns)",
 		"  LEAK      grew steadily over the last " + strconv.Itoa(c.Window) + " samples: at least " + strconv.Itoa(c.LeakMinSamples) + " samples,",
 		"            slope ≥ " + strconv.FormatFloat(c.LeakMinRate*60/miB, 'f', -1, 64) + " MiB/min, ≥ " + strconv.Itoa(int(c.LeakMonotone*100+0.5)) + "% of steps not down, no step",
 		"            over " + strconv.Itoa(int(c.LeakMaxStep*100+0.5)) + "% of the growth",

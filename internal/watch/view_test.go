@@ -21,10 +21,10 @@ const hostileName = "red\x1b[31mtext\nline2"
 // growing 1 MiB a second (the leak), one shrinking, an estimate, swap, a
 // hostile name, a 300-byte name and a group that appears late.
 var testProcs = []proc{
-	{pid: 100, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(180 * miB)},
-	{pid: 101, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(120 * miB)},
+	{pid: 100, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, conns: 3, ram: constant(180 * miB)},
+	{pid: 101, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, conns: 1, ram: constant(120 * miB)},
 	{pid: 102, name: "postgres", cgroup: "/system.slice/postgresql.service", shared: 96 * miB, ram: constant(100 * miB)},
-	{pid: 200, name: "firefox", uid: 65534, cgroup: "/user.slice/session-2.scope", shared: 247 * miB, swap: 160 * miB, ram: constant(2*giB + 123*miB)},
+	{pid: 200, name: "firefox", uid: 65534, cgroup: "/user.slice/session-2.scope", shared: 247 * miB, swap: 160 * miB, conns: 42, ram: constant(2*giB + 123*miB)},
 	{pid: 300, name: "leaky", uid: 65534, cgroup: "/user.slice/session-2.scope", shared: miB, ram: linear(50*miB, miB)},
 	{pid: 400, name: hostileName, uid: 65534, cgroup: "/user.slice/session-2.scope", ram: constant(3 * miB)},
 	{pid: 500, name: "dockerd", cgroup: "/system.slice/docker.service", shared: 20 * miB, swap: 8 * miB, est: true, ram: constant(60 * miB)},
@@ -46,29 +46,32 @@ var goldenCases = []struct {
 	n     int // snapshots fed
 	keys  []string
 	color bool
+	conns bool
 }{
-	{"starting_80", 80, 24, 0, nil, false},
-	{"default_80", 80, 24, 20, nil, false},
-	{"default_120", 120, 30, 20, nil, false},
-	{"sort_rate_120", 120, 30, 20, []string{"t"}, false},
-	{"sort_name_80", 80, 24, 20, []string{"n"}, false},
-	{"short_80x10", 80, 10, 20, nil, false},
-	{"narrow_40", 40, 20, 20, nil, false},
-	{"paused_80", 80, 24, 20, []string{"space"}, false},
-	{"help_80", 80, 24, 20, []string{"?"}, false},
-	{"filter_prompt_80", 80, 24, 20, []string{"/", "^(post|le)"}, false},
-	{"bad_regex_80", 80, 24, 20, []string{"/", "(post", "enter"}, false},
-	{"filter_applied_120", 120, 30, 20, []string{"/", "^(post|le)", "enter"}, false},
-	{"by_user_120", 120, 30, 20, []string{"g"}, false},
-	{"by_cgroup_120", 120, 30, 20, []string{"g", "g"}, false},
-	{"by_pid_80", 80, 24, 20, []string{"G"}, false},
-	{"color_120", 120, 30, 20, nil, true},
+	{"starting_80", 80, 24, 0, nil, false, false},
+	{"default_80", 80, 24, 20, nil, false, false},
+	{"default_120", 120, 30, 20, nil, false, false},
+	{"sort_rate_120", 120, 30, 20, []string{"t"}, false, false},
+	{"sort_name_80", 80, 24, 20, []string{"n"}, false, false},
+	{"short_80x10", 80, 10, 20, nil, false, false},
+	{"narrow_40", 40, 20, 20, nil, false, false},
+	{"paused_80", 80, 24, 20, []string{"space"}, false, false},
+	{"help_80", 80, 24, 20, []string{"?"}, false, false},
+	{"filter_prompt_80", 80, 24, 20, []string{"/", "^(post|le)"}, false, false},
+	{"bad_regex_80", 80, 24, 20, []string{"/", "(post", "enter"}, false, false},
+	{"filter_applied_120", 120, 30, 20, []string{"/", "^(post|le)", "enter"}, false, false},
+	{"by_user_120", 120, 30, 20, []string{"g"}, false, false},
+	{"by_cgroup_120", 120, 30, 20, []string{"g", "g"}, false, false},
+	{"by_pid_80", 80, 24, 20, []string{"G"}, false, false},
+	{"color_120", 120, 30, 20, nil, true, false},
+	{"conns_120", 120, 30, 20, []string{"o"}, false, true},
+	{"conns_80", 80, 24, 20, nil, false, true},
 }
 
 func TestViewGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := testModel(t, tc.w, tc.h, tc.n, Options{Color: tc.color})
+			m := testModel(t, tc.w, tc.h, tc.n, Options{Color: tc.color, Conns: tc.conns})
 			m, _ = press(m, tc.keys...)
 			v := m.View()
 			if !v.AltScreen {
