@@ -314,6 +314,26 @@ func emptyFile(t *testing.T) string {
 	return p
 }
 
+// TestKnownHostsAlgorithms: known_hosts holds the server's ed25519 key
+// only, and x/crypto/ssh would ask for its ECDSA key first; KnownHosts's
+// algorithm list makes the known key the one negotiated.
+func TestKnownHostsAlgorithms(t *testing.T) {
+	s := sshtest.Start(t)
+	_, produce, _ := payload(100)
+	cfg := config(t, s, s.Addr, s.KnownHostsFile, "algos.bin")
+	if got, want := cfg.HostKeyAlgorithms, []string{ssh.KeyAlgoED25519}; !slices.Equal(got, want) {
+		t.Errorf("KnownHosts algorithms = %q, want %q", got, want)
+	}
+	if _, err := Upload(context.Background(), cfg, produce); err != nil {
+		t.Errorf("Upload with the known algorithms: %v", err)
+	}
+	cfg.HostKeyAlgorithms = nil
+	var he *HostKeyError
+	if _, err := Upload(context.Background(), cfg, produce); !errors.As(err, &he) {
+		t.Errorf("Upload with x/crypto's default algorithms: %v, want a HostKeyError (is the server's ECDSA key in use?)", err)
+	}
+}
+
 // TestUploadConnectionCut cuts the SSH connection in the middle of the
 // transfer with a proxy that closes it after a number of bytes.
 func TestUploadConnectionCut(t *testing.T) {

@@ -17,7 +17,10 @@ package sshtest
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
@@ -58,9 +61,15 @@ type Server struct {
 	IdentityFile string
 	// Signer is IdentityFile's key.
 	Signer ssh.Signer
-	// HostKey is the server's public host key.
+	// HostKey is the server's ed25519 host key: the one OpenSSH's own
+	// client prefers and records in known_hosts.
 	HostKey ssh.PublicKey
-	// KnownHostsFile names HostKey for Addr, in known_hosts format.
+	// HostKeyECDSA is the server's second host key (ECDSA P-256), which
+	// golang.org/x/crypto/ssh prefers by default: a client that does not
+	// ask for the algorithms known_hosts lists gets this one and fails.
+	HostKeyECDSA ssh.PublicKey
+	// KnownHostsFile names HostKey (only) for Addr, in known_hosts
+	// format, as `ssh` would have recorded it.
 	KnownHostsFile string
 
 	t   testing.TB
@@ -101,9 +110,11 @@ func Start(t testing.TB) *Server {
 	if err := os.Mkdir(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hostSigner, hostFile := writeKey(t, dir, "host_ed25519")
+	hostSigner, hostFile := writeKey(t, dir, "host_ed25519", newEd25519)
 	s.HostKey = hostSigner.PublicKey()
-	s.Signer, s.IdentityFile = writeKey(t, dir, "id_ed25519")
+	ecdsaSigner, ecdsaFile := writeKey(t, dir, "host_ecdsa", newECDSA)
+	s.HostKeyECDSA = ecdsaSigner.PublicKey()
+	s.Signer, s.IdentityFile = writeKey(t, dir, "id_ed25519", newEd25519)
 	authorized := filepath.Join(dir, "authorized_keys")
 	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(s.Signer.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
@@ -120,7 +131,7 @@ func Start(t testing.TB) *Server {
 		s.Port = port
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		cfg := filepath.Join(dir, "sshd_config")
-		if err := os.WriteFile(cfg, []byte(s.config(hostFile, authorized)), 0o600); err != nil {
+		if err := os.WriteFile(cfg, []byte(s.config([]string{hostFile, ecdsaFile}, authorized)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if lastErr = s.start(cfg); lastErr == nil {
@@ -140,10 +151,11 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func (s *Server) config(hostKey, authorized string) string {
+func (s *Server) config(hostKeys []string, authorized string) string {
 	return strings.Join([]string{
 		"ListenAddress " + s.Addr,
-		"HostKey " + hostKey,
+		"HostKey " + hostKeys[0],
+		"HostKey " + hostKeys[1],
 		"PidFile " + filepath.Join(s.dir, "sshd.pid"),
 		"AuthorizedKeysFile " + authorized,
 		"AllowUsers " + s.User,
@@ -256,11 +268,20 @@ func NewKey(t testing.TB) ssh.Signer {
 	return s
 }
 
-// writeKey writes a new ed25519 private key in OpenSSH format to
-// dir/name (mode 0600, as sshd and ssh require).
-func writeKey(t testing.TB, dir, name string) (ssh.Signer, string) {
-	t.Helper()
+func newEd25519() (crypto.PrivateKey, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	return priv, err
+}
+
+func newECDSA() (crypto.PrivateKey, error) {
+	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+}
+
+// writeKey writes a new private key in OpenSSH format to dir/name (mode
+// 0600, as sshd and ssh require).
+func writeKey(t testing.TB, dir, name string, gen func() (crypto.PrivateKey, error)) (ssh.Signer, string) {
+	t.Helper()
+	priv, err := gen()
 	if err != nil {
 		t.Fatal(err)
 	}

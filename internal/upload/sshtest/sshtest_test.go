@@ -21,6 +21,8 @@ func dial(t *testing.T, s *Server, addr, knownHosts string) (*ssh.Client, error)
 		User:            s.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(s.Signer)},
 		HostKeyCallback: cb,
+		// known_hosts lists the ed25519 key only; see TestHostKeyAlgorithms.
+		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519},
 	})
 }
 
@@ -63,6 +65,34 @@ func TestServer(t *testing.T) {
 			t.Error("an unauthorized key logged in")
 		}
 	})
+}
+
+// TestHostKeyAlgorithms: the server has two host keys; x/crypto/ssh asks
+// for ECDSA first, so a client that does not restrict the algorithms to
+// those known_hosts lists fails against a known host. (upload/sftp's
+// KnownHosts returns the list.)
+func TestHostKeyAlgorithms(t *testing.T) {
+	s := Start(t)
+	cb, err := knownhosts.New(s.KnownHostsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &ssh.ClientConfig{User: s.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(s.Signer)}, HostKeyCallback: cb}
+	c, err := ssh.Dial("tcp", s.Addr, cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("the default algorithms got the ed25519 key: the server's ECDSA key is not in use")
+	}
+	var ke *knownhosts.KeyError
+	if !errors.As(err, &ke) || len(ke.Want) == 0 {
+		t.Errorf("dial with default algorithms: %v, want a knownhosts mismatch", err)
+	}
+	cfg.HostKeyCallback = ssh.FixedHostKey(s.HostKeyECDSA)
+	if c, err := ssh.Dial("tcp", s.Addr, cfg); err != nil {
+		t.Errorf("dial expecting the ECDSA key: %v", err)
+	} else {
+		c.Close()
+	}
 }
 
 // TestProxyCut: a connection through the proxy is cut after the given
