@@ -51,6 +51,7 @@ Flags:
                       directory)
   --spool-max SIZE    PostgreSQL: bound of the spool; the oldest samples
                       are dropped beyond it (default 64MiB)
+  -p, --pid PIDS      only these processes (comma-separated)
   --fast              RSS-based estimates only (no page-table walks)
   --proc DIR          procfs tree to read (default /proc)
   --cgroup-root DIR   cgroup file system, for memory limits (default
@@ -71,6 +72,7 @@ Examples:
 
 type recordFlags struct {
 	db, host, groups, spool, procDir, cgroupRoot string
+	pids                                         string
 	interval                                     time.Duration
 	count                                        int
 	once, fast, verbose                          bool
@@ -89,6 +91,8 @@ func (f *recordFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.spool, "spool", "", "")
 	fs.StringVar(&f.spoolMax, "spool-max", "64MiB", "")
 	fs.BoolVar(&f.fast, "fast", false, "")
+	fs.StringVar(&f.pids, "p", "", "")
+	fs.StringVar(&f.pids, "pid", "", "")
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
 	fs.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "")
 	fs.BoolVar(&f.verbose, "v", false, "")
@@ -104,6 +108,7 @@ type recordPlan struct {
 	maxSize  int64
 	spoolMax int64
 	host     string
+	pids     []int
 }
 
 func (f *recordFlags) plan() (*recordPlan, error) {
@@ -138,6 +143,15 @@ func (f *recordFlags) plan() (*recordPlan, error) {
 	}
 	if p.spoolMax, err = parseSize(f.spoolMax); err != nil {
 		return nil, usagef("--spool-max: %v", err)
+	}
+	if f.pids != "" {
+		for _, s := range strings.Split(f.pids, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return nil, usagef("-p: %q is not a process id", s)
+			}
+			p.pids = append(p.pids, n)
+		}
 	}
 	if p.host == "" {
 		if p.host, err = os.Hostname(); err != nil {
@@ -251,6 +265,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Root:          f.procDir,
 		Fast:          f.fast,
 		NeedStartTime: true,
+		PIDs:          plan.pids,
 		NeedUID:       hasKind(plan.kinds, store.KindUser),
 		// Limits need every process's cgroup, not just cgroup groups.
 		NeedCgroup: true,

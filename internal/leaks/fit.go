@@ -1,0 +1,167 @@
+// Package leaks ranks what grows in recorded memory history: groups and
+// long-lived processes whose footprint (PSS + swap) rises steadily over a
+// window, with how fast (a robust slope in bytes per hour), how steadily,
+// and how long until it would exhaust the memory left to it.
+//
+// # The fit
+//
+// The slope is the Theil–Sen estimator: the median of the slopes between
+// every pair of points. Up to 29% of the points can be arbitrarily wrong
+// (a spike, a burst at start-up, a garbage collection) without moving
+// it, where a least-squares line follows every outlier. Series longer
+// than maxFitPoints are first reduced to that many points (the median of
+// each run of consecutive samples), which keeps the pairwise work bounded
+// (at most 20,000 pairs per series) whatever the interval.
+//
+// Steadiness is the fraction of consecutive steps that do not go down: 1
+// for a leak that never gives anything back, about 0.5 for a series that
+// only wobbles. R² says how well the robust line explains the series (1
+// for a straight line).
+//
+// # Exhaustion
+//
+// The headroom of a series is the host's MemAvailable + SwapFree at the
+// latest sample, or, when the series is under a cgroup memory limit with
+// less room left, that room (the limit minus the limiting cgroup's usage).
+// Time to exhaustion is headroom / slope: when the series would run out at
+// the current rate, not a prediction that it will.
+//
+// It reads samples through store.Store.Samples and keeps one point (16
+// bytes) per series per sample in memory.
+package leaks
+
+import (
+	"math"
+	"slices"
+)
+
+// Point is one observation: T in hours (from any fixed origin), V in
+// bytes.
+type Point struct {
+	T, V float64
+}
+
+// Fit describes a series' trend.
+type Fit struct {
+	// Slope is in bytes per hour (Theil–Sen); Intercept in bytes at T=0.
+	Slope, Intercept float64
+	// Steady is the fraction of consecutive steps that do not go down,
+	// 0 to 1.
+	Steady float64
+	// R2 is the coefficient of determination of the robust line, at most
+	// 1 (negative when the line fits worse than the mean).
+	R2 float64
+	// N is the number of points.
+	N int
+}
+
+// maxFitPoints bounds the points the slope is computed from.
+const maxFitPoints = 200
+
+// Analyze fits pts, which must be in time order.
+func Analyze(pts []Point) Fit {
+	f := Fit{N: len(pts)}
+	if len(pts) < 2 {
+		return f
+	}
+	up := 0
+	for i := 1; i < len(pts); i++ {
+		if pts[i].V >= pts[i-1].V {
+			up++
+		}
+	}
+	f.Steady = float64(up) / float64(len(pts)-1)
+	f.Slope, f.Intercept = TheilSen(reduce(pts, maxFitPoints))
+	var mean float64
+	for _, p := range pts {
+		mean += p.V
+	}
+	mean /= float64(len(pts))
+	var res, tot float64
+	for _, p := range pts {
+		d := p.V - (f.Intercept + f.Slope*p.T)
+		res += d * d
+		m := p.V - mean
+		tot += m * m
+	}
+	f.R2 = 1
+	if tot > 0 {
+		f.R2 = 1 - res/tot
+	}
+	return f
+}
+
+// TheilSen returns the median of the pairwise slopes of pts and the
+// median of the intercepts through each point with that slope. Pairs
+// with equal times are skipped. It is O(n²) in time and memory.
+func TheilSen(pts []Point) (slope, intercept float64) {
+	n := len(pts)
+	if n < 2 {
+		if n == 1 {
+			return 0, pts[0].V
+		}
+		return 0, 0
+	}
+	slopes := make([]float64, 0, n*(n-1)/2)
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			dt := pts[j].T - pts[i].T
+			if dt == 0 {
+				continue
+			}
+			slopes = append(slopes, (pts[j].V-pts[i].V)/dt)
+		}
+	}
+	if len(slopes) == 0 {
+		return 0, median(valuesOf(pts))
+	}
+	slope = median(slopes)
+	icpt := slopes[:0]
+	for _, p := range pts {
+		icpt = append(icpt, p.V-slope*p.T)
+	}
+	return slope, median(icpt)
+}
+
+func valuesOf(pts []Point) []float64 {
+	v := make([]float64, len(pts))
+	for i, p := range pts {
+		v[i] = p.V
+	}
+	return v
+}
+
+// median sorts x in place and returns its median (NaN when empty).
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(x)
+	m := len(x) / 2
+	if len(x)%2 == 1 {
+		return x[m]
+	}
+	return (x[m-1] + x[m]) / 2
+}
+
+// reduce returns pts cut into at most max runs of consecutive points,
+// each replaced by its mean time and median value; pts itself when it is
+// short enough.
+func reduce(pts []Point, max int) []Point {
+	if len(pts) <= max {
+		return pts
+	}
+	out := make([]Point, 0, max)
+	var vals []float64
+	for b := 0; b < max; b++ {
+		lo, hi := b*len(pts)/max, (b+1)*len(pts)/max
+		vals = vals[:0]
+		var t float64
+		for _, p := range pts[lo:hi] {
+			t += p.T
+			vals = append(vals, p.V)
+		}
+		out = append(out, Point{T: t / float64(hi-lo), V: median(vals)})
+	}
+	return out
+}
