@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync/atomic"
+	"syscall"
 
 	"github.com/memwho/memwho/internal/sockdiag"
 )
@@ -28,7 +29,7 @@ func (c *connCounter) dump() error {
 // count counts rc's sockets with w's fd counter.
 func (c *connCounter) count(w *worker, rc *record) {
 	n, err := w.fdc.Count(rc.pid, &c.set)
-	if err != nil {
+	if err == syscall.EACCES || err == syscall.EPERM {
 		c.denied.Add(1)
 	}
 	rc.p.Conns = n

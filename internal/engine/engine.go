@@ -170,9 +170,10 @@ type Stats struct {
 	Duration time.Duration
 	// Checked is the number of processes whose statm was read.
 	Checked int
-	// New, Changed, Related and Forced count smaps_rollup walks by
-	// reason: first sight, statm moved, a child appeared or exited,
-	// FullEvery reached (or ForceFull).
+	// New, Changed, Related and Forced count the processes read by
+	// reason: first sight (with an address space: kernel threads are
+	// not counted), statm moved, a child appeared or exited, FullEvery
+	// reached (or ForceFull).
 	New, Changed, Related, Forced int
 	// Deferred counts walks postponed by the cost budget.
 	Deferred int
@@ -447,7 +448,6 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		rc := &e.recs[i]
 		switch {
 		case rc.act == actNew:
-			e.stats.New++
 			if rc.st != stGone && rc.st != stKernel {
 				e.relate(rc.p.PPID, tick)
 			}
@@ -459,7 +459,6 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 			e.reset(rc)
 			rc.act = actNew
 			e.walks = append(e.walks, i)
-			e.stats.New++
 			continue
 		}
 	}
@@ -533,6 +532,11 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	for _, w := range e.workers {
 		e.stats.WalkTime += w.walkTime
 		w.walkTime = 0
+	}
+	for _, i := range e.work {
+		if rc := &e.recs[i]; rc.act == actNew && rc.walked {
+			e.stats.New++
+		}
 	}
 
 	// Phase 4: count connections, collect, name.

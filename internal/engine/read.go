@@ -187,6 +187,11 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		case err == proc.ErrGone:
 			rc.st = stGone
 			return
+		case err != nil && rc.fd >= 0:
+			// The held descriptor identifies the process without a
+			// start time; the parent comes from status. A report
+			// needs stat no more than that either.
+			w.st = proc.Stat{StartTime: rc.start}
 		case err != nil:
 			rc.st = stBroken
 			return
@@ -233,11 +238,29 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 	}
 
 	if st != stExact || names || e.opt.NeedUID && first {
-		switch err := r.Status(&w.ss); err {
-		case nil:
-		case proc.ErrGone:
+		switch err := r.Status(&w.ss); {
+		case err == nil:
+		case err == proc.ErrGone:
 			rc.st = stGone
 			return
+		case st == stExact && !e.opt.NeedUID:
+			// An unparsable status costs only the uid, which nobody
+			// asked for: name the process from comm, as a report
+			// does.
+			if names {
+				comm, err := r.Comm()
+				switch err {
+				case nil:
+				case proc.ErrGone:
+					rc.st = stGone
+					return
+				default:
+					rc.st = stBroken
+					return
+				}
+				p.Comm = w.intern(comm)
+			}
+			goto named
 		default:
 			rc.st = stBroken
 			return
@@ -257,6 +280,7 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		}
 	}
 
+named:
 	if names {
 		rc.namesRead = true
 		p.Exe, p.ExeDeleted, p.Script = "", false, ""

@@ -1,0 +1,361 @@
+// Package agent serves memwho's figures to Prometheus: per-group memory
+// and TCP connections, optionally the largest processes, the host's
+// meminfo and the agent's own cost.
+//
+// # Walks and scrapes
+//
+// Walks are driven by scrapes, not by a timer, so an agent nobody scrapes
+// costs nothing. A scrape starts a walk (one tick of the sampling engine,
+// package engine) when the last one started at least MinInterval ago and
+// none is running; every scrape that arrives while a walk runs waits for
+// that same walk; and no scrape waits longer than ScrapeTimeout (or the
+// timeout Prometheus announces in X-Prometheus-Scrape-Timeout-Seconds,
+// less half a second): it then gets the last complete snapshot, whose age
+// memwho_snapshot_age_seconds gives. So however many scrapes arrive, walks
+// happen at most once per MinInterval.
+//
+// The metrics that change only with a walk are rendered once per walk
+// into a buffer that scrapes copy; only the agent's own figures (snapshot
+// age, scrape counts, CPU and memory) are rendered per scrape.
+//
+// It does not listen on sockets itself beyond [Serve]; flags and
+// environment variables are cmd/memwho's business.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// Options configures an Agent.
+type Options struct {
+	// Engine configures the sampling engine. NeedUID and NeedCgroup are
+	// set from By.
+	Engine engine.Options
+	// By is the grouping of the memwho_group_* series: ByProgram,
+	// ByUser or ByCgroup (ByPID would make one series per process; use
+	// TopProcesses).
+	By sample.By
+	// TopProcesses adds memwho_process_* series for the K processes
+	// using the most RAM; 0 adds none. It caps per-process cardinality.
+	TopProcesses int
+	// MinInterval is the least time between the starts of two walks.
+	MinInterval time.Duration
+	// ScrapeTimeout is the longest a scrape waits for a walk in progress
+	// before serving the last snapshot.
+	ScrapeTimeout time.Duration
+	// Version is reported in memwho_agent_info.
+	Version string
+}
+
+// Defaults for Options.
+const (
+	DefaultMinInterval   = 10 * time.Second
+	DefaultScrapeTimeout = 5 * time.Second
+	// MaxTopProcesses bounds TopProcesses.
+	MaxTopProcesses = 1000
+)
+
+// Agent samples on demand and renders metrics. Its methods are safe for
+// concurrent use.
+type Agent struct {
+	opt Options
+	eng *engine.Engine
+
+	mu        sync.Mutex
+	cur       *state    // last complete walk; nil before the first
+	flight    *flight   // walk in progress, or nil
+	lastStart time.Time // start of the last walk
+
+	// Cumulative figures, guarded by mu.
+	walks, walkErrors, connErrors uint64
+	walkSeconds                   float64
+	pageWalks                     [4]uint64 // by reason: new, changed, related, forced
+	deferred                      uint64
+	pageWalkSeconds               float64
+	scrapes, scrapeTimeouts       uint64 // scrapes completed, timed out
+	scrapeSeconds                 float64
+
+	// Used only by the walking goroutine (one at a time).
+	snaps [2]sample.Snapshot
+	next  int
+	users sample.Users
+	ex    expo
+
+	bufs sync.Pool // *[]byte for the per-scrape part
+	self selfStats
+}
+
+// flight is one walk that scrapes can wait for.
+type flight struct{ done chan struct{} }
+
+// state is one complete walk, immutable once published. snap is nil
+// while no walk has succeeded.
+type state struct {
+	snap    *sample.Snapshot
+	time    time.Time // when the walk started
+	oldest  time.Time // oldest figure (min SampledAt)
+	body    []byte    // the per-walk metrics, rendered
+	err     error     // of the last walk, when it failed and this is the one before
+	walkDur time.Duration
+}
+
+// New starts the sampling engine. The first walk runs at the first scrape
+// (or Refresh).
+func New(opt Options) (*Agent, error) {
+	switch opt.By {
+	case sample.ByProgram, sample.ByUser, sample.ByCgroup:
+	default:
+		return nil, fmt.Errorf("agent: cannot group by %s (one series per process): use TopProcesses", opt.By)
+	}
+	if opt.MinInterval <= 0 {
+		opt.MinInterval = DefaultMinInterval
+	}
+	if opt.ScrapeTimeout <= 0 {
+		opt.ScrapeTimeout = DefaultScrapeTimeout
+	}
+	opt.TopProcesses = min(max(opt.TopProcesses, 0), MaxTopProcesses)
+	eo := opt.Engine
+	eo.NeedUID = eo.NeedUID || opt.By == sample.ByUser
+	eo.NeedCgroup = eo.NeedCgroup || opt.By == sample.ByCgroup
+	eng, err := engine.New(eo)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{opt: opt, eng: eng}
+	a.bufs.New = func() any { b := make([]byte, 0, 8<<10); return &b }
+	return a, nil
+}
+
+// Close stops the engine once any walk in progress has finished.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	f := a.flight
+	a.mu.Unlock()
+	if f != nil {
+		<-f.done
+	}
+	return a.eng.Close()
+}
+
+// Walks returns how many walks have completed.
+func (a *Agent) Walks() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.walks
+}
+
+// Refresh starts a walk if one is due (or none has run) and waits up to
+// timeout for the walk in progress, as a scrape does. It reports whether
+// a complete snapshot is available.
+func (a *Agent) Refresh(ctx context.Context, timeout time.Duration) bool {
+	a.await(ctx, timeout)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur != nil
+}
+
+// await starts a walk when due and waits for the one in progress, up to
+// timeout. It reports whether it gave up waiting.
+func (a *Agent) await(ctx context.Context, timeout time.Duration) (timedOut bool) {
+	now := time.Now()
+	a.mu.Lock()
+	if a.flight == nil && (a.lastStart.IsZero() || now.Sub(a.lastStart) >= a.opt.MinInterval) {
+		a.flight = &flight{done: make(chan struct{})}
+		a.lastStart = now
+		go a.walk(a.flight, now)
+	}
+	f := a.flight
+	a.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return false
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return true
+	}
+}
+
+// walk runs one engine tick and publishes the result.
+func (a *Agent) walk(f *flight, start time.Time) {
+	snap := &a.snaps[a.next]
+	a.next ^= 1
+	err := a.eng.Scan(snap)
+	dur := time.Since(start)
+	st := &state{snap: snap, time: start, err: err, walkDur: dur, oldest: start}
+	stats := a.eng.Stats()
+	for _, d := range a.eng.Details() {
+		if d.SampledAt.Before(st.oldest) {
+			st.oldest = d.SampledAt
+		}
+	}
+
+	a.mu.Lock()
+	a.walks++
+	a.walkSeconds += dur.Seconds()
+	if err != nil {
+		a.walkErrors++
+	} else {
+		a.pageWalks[0] += uint64(stats.New)
+		a.pageWalks[1] += uint64(stats.Changed)
+		a.pageWalks[2] += uint64(stats.Related)
+		a.pageWalks[3] += uint64(stats.Forced)
+		a.deferred += uint64(stats.Deferred)
+		a.pageWalkSeconds += stats.WalkTime.Seconds()
+		if stats.ConnsErr != nil && a.opt.Engine.Conns {
+			a.connErrors++
+		}
+	}
+	prev := a.cur
+	a.mu.Unlock()
+
+	switch {
+	case err != nil && prev != nil:
+		// Keep serving the last good snapshot; the error counter and
+		// the snapshot's age tell what happened.
+		kept := *prev
+		kept.err = err
+		st = &kept
+	case err != nil:
+		// Nothing to show yet but the agent's own figures.
+		st = &state{err: err}
+	default:
+		size := 16 << 10
+		if prev != nil {
+			size = len(prev.body) + len(prev.body)/8
+		}
+		a.ex.b = make([]byte, 0, size)
+		a.renderWalk(&a.ex, st, &stats)
+		st.body = a.ex.b
+		a.ex.b = nil
+	}
+
+	a.mu.Lock()
+	a.cur = st
+	a.flight = nil
+	a.mu.Unlock()
+	close(f.done)
+}
+
+// counters is a copy of the cumulative figures for rendering.
+type counters struct {
+	walks, walkErrors, connErrors uint64
+	walkSeconds                   float64
+	pageWalks                     [4]uint64
+	deferred                      uint64
+	pageWalkSeconds               float64
+}
+
+func (a *Agent) countersLocked() counters {
+	return counters{a.walks, a.walkErrors, a.connErrors, a.walkSeconds, a.pageWalks, a.deferred, a.pageWalkSeconds}
+}
+
+// ServeHTTP serves /metrics.
+func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	timeout := a.opt.ScrapeTimeout
+	if h := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); h != "" {
+		if s, err := strconv.ParseFloat(h, 64); err == nil && s > 0 {
+			// Leave half a second to render and send.
+			timeout = min(timeout, max(time.Duration((s-0.5)*float64(time.Second)), 0))
+		}
+	}
+	timedOut := a.await(r.Context(), timeout)
+
+	bp := a.bufs.Get().(*[]byte)
+	a.mu.Lock()
+	st := a.cur
+	if timedOut {
+		a.scrapeTimeouts++
+	}
+	sc := scrapeCounters{a.scrapes, a.scrapeTimeouts, a.scrapeSeconds}
+	c := a.countersLocked()
+	a.mu.Unlock()
+
+	ex := expo{b: (*bp)[:0]}
+	a.renderScrape(&ex, st, &c, sc, time.Now())
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	n := len(ex.b)
+	if st != nil {
+		n += len(st.body)
+	}
+	h.Set("Content-Length", strconv.Itoa(n))
+	if st != nil {
+		w.Write(st.body)
+	}
+	w.Write(ex.b)
+	*bp = ex.b
+	a.bufs.Put(bp)
+
+	a.mu.Lock()
+	a.scrapes++
+	a.scrapeSeconds += time.Since(start).Seconds()
+	a.mu.Unlock()
+}
+
+// WriteMetrics renders what a scrape would get now, without waiting for
+// or starting a walk (for tests and tools).
+func (a *Agent) WriteMetrics(dst []byte) []byte {
+	a.mu.Lock()
+	st := a.cur
+	sc := scrapeCounters{a.scrapes, a.scrapeTimeouts, a.scrapeSeconds}
+	c := a.countersLocked()
+	a.mu.Unlock()
+	if st != nil {
+		dst = append(dst, st.body...)
+	}
+	ex := expo{b: dst}
+	a.renderScrape(&ex, st, &c, sc, time.Now())
+	return ex.b
+}
+
+type scrapeCounters struct {
+	scrapes, timeouts uint64
+	seconds           float64
+}
+
+// Handler returns the agent's HTTP routes: /metrics and a landing page.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>memwho</title><h1>memwho agent</h1><p><a href="metrics">metrics</a></p>`)
+	})
+	return mux
+}
+
+// topProcesses returns the indexes of the k processes with the most RAM,
+// ties broken by PID, reusing idx.
+func topProcesses(procs []sample.Process, k int, idx []int) []int {
+	idx = idx[:0]
+	for i := range procs {
+		idx = append(idx, i)
+	}
+	slices.SortFunc(idx, func(x, y int) int {
+		a, b := &procs[x], &procs[y]
+		if a.RAM != b.RAM {
+			if a.RAM > b.RAM {
+				return -1
+			}
+			return 1
+		}
+		return a.PID - b.PID
+	})
+	return idx[:min(k, len(idx))]
+}

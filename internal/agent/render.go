@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// Metric names follow the Prometheus conventions: a memwho_ prefix, base
+// units (bytes, seconds) as suffixes, _total on counters, and the
+// standard process_* names for the agent's own process. A family whose
+// data does not exist (TCP counts without --conns, host figures without
+// /proc/meminfo) is left out entirely rather than written empty.
+
+// renderWalk renders the metrics that change only with a walk.
+func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
+	snap := st.snap
+	groups := sample.GroupProcs(snap.Procs, a.opt.By, &a.users)
+	slices.SortFunc(groups, func(x, y sample.Group) int { return strings.Compare(x.Key, y.Key) })
+	total := sample.Total(groups)
+	conns := snap.ConnsOK
+
+	tcpSource := "off"
+	if a.opt.Engine.Conns {
+		switch {
+		case stats.ConnsErr != nil:
+			tcpSource = "failed"
+		case stats.ConnsProcNet:
+			tcpSource = "proc_net"
+		default:
+			tcpSource = "sock_diag"
+		}
+	}
+	ex.family("memwho_agent_info", "gauge", "Constant 1, labelled with the agent's version, its grouping of processes (by) and where ESTABLISHED TCP sockets are listed from (tcp_source: sock_diag, proc_net, failed or off).")
+	ex.name("memwho_agent_info", true)
+	ex.label("version", a.opt.Version, true)
+	ex.labelRaw("by", a.opt.By.String(), false)
+	ex.labelRaw("tcp_source", tcpSource, false)
+	ex.uint(1, true)
+
+	by := a.opt.By.String()
+	group := func(name, help string, v func(g *sample.Group) uint64) {
+		ex.family(name, "gauge", help)
+		for i := range groups {
+			ex.name(name, true)
+			ex.label("group", groups[i].Key, true)
+			ex.uint(v(&groups[i]), true)
+		}
+	}
+	group("memwho_group_pss_bytes", "RAM used by the processes of the group (by "+by+"): proportional set size, Pss + Private_Hugetlb from smaps_rollup, in bytes; RSS-based for the processes counted in memwho_group_estimated_processes.",
+		func(g *sample.Group) uint64 { return g.RAM })
+	group("memwho_group_private_bytes", "Part of memwho_group_pss_bytes that no other process maps (Private_Clean + Private_Dirty + Private_Hugetlb), in bytes.",
+		func(g *sample.Group) uint64 { return g.Private })
+	group("memwho_group_shared_bytes", "Part of memwho_group_pss_bytes that is the group's share of pages mapped by several processes, in bytes.",
+		func(g *sample.Group) uint64 { return g.Shared })
+	group("memwho_group_swap_bytes", "Swap used by the group's processes: SwapPss (swapped-out pages divided among their sharers), in bytes.",
+		func(g *sample.Group) uint64 { return g.Swap })
+	group("memwho_group_processes", "Number of processes in the group.",
+		func(g *sample.Group) uint64 { return uint64(g.Count) })
+	group("memwho_group_estimated_processes", "Number of the group's processes whose figures are RSS-based estimates (smaps_rollup not readable).",
+		func(g *sample.Group) uint64 { return uint64(g.Estimated) })
+	if conns {
+		group("memwho_group_tcp_established", "ESTABLISHED TCP sockets (IPv4 and IPv6) held by the group's processes.",
+			func(g *sample.Group) uint64 { return g.Conns })
+	}
+
+	if k := a.opt.TopProcesses; k > 0 && len(snap.Procs) > 0 {
+		a.renderTop(ex, st, k, conns)
+	}
+
+	ex.gaugeUint("memwho_processes", "Number of processes in the snapshot (kernel threads, zombies and processes that exited while read are left out).", uint64(len(snap.Procs)))
+	ex.gaugeUint("memwho_processes_pss_bytes", "RAM used by all processes: the sum of memwho_group_pss_bytes, in bytes.", total.RAM)
+	ex.gaugeUint("memwho_processes_swap_bytes", "Swap used by all processes: the sum of memwho_group_swap_bytes, in bytes.", total.Swap)
+	if conns {
+		ex.gaugeUint("memwho_processes_tcp_established", "ESTABLISHED TCP sockets held by all processes.", total.Conns)
+	}
+
+	if snap.MeminfoOK {
+		m := &snap.Meminfo
+		used := sub(m.MemTotal, m.MemAvailable)
+		swapUsed := sub(m.SwapTotal, m.SwapFree)
+		ex.gaugeUint("memwho_host_memory_total_bytes", "Usable RAM of the host (MemTotal in /proc/meminfo), in bytes.", m.MemTotal)
+		ex.gaugeUint("memwho_host_memory_available_bytes", "RAM available for new work without swapping (MemAvailable), in bytes.", m.MemAvailable)
+		ex.gaugeUint("memwho_host_memory_used_bytes", "RAM in use on the host: MemTotal - MemAvailable, in bytes.", used)
+		ex.gaugeUint("memwho_host_shmem_bytes", "Shared memory and tmpfs (Shmem), in bytes.", m.Shmem)
+		ex.gaugeUint("memwho_host_hugetlb_bytes", "Huge page pools (Hugetlb), in bytes.", m.Hugetlb)
+		ex.gaugeUint("memwho_host_swap_total_bytes", "Swap space (SwapTotal), in bytes.", m.SwapTotal)
+		ex.gaugeUint("memwho_host_swap_used_bytes", "Swap in use: SwapTotal - SwapFree, in bytes.", swapUsed)
+		ex.family("memwho_unaccounted_memory_bytes", "gauge", "RAM in use that no process accounts for: memwho_host_memory_used_bytes - memwho_processes_pss_bytes, in bytes (kernel, slab, page tables, huge page pools, unmapped page cache and shmem). Negative when mapped page cache, counted in PSS, is also counted as available.")
+		ex.name("memwho_unaccounted_memory_bytes", false)
+		ex.int(clampInt(used)-clampInt(total.RAM), false)
+		ex.family("memwho_unaccounted_swap_bytes", "gauge", "Swap in use that no process accounts for: memwho_host_swap_used_bytes - memwho_processes_swap_bytes, in bytes (swapped shmem/tmpfs, swap cache).")
+		ex.name("memwho_unaccounted_swap_bytes", false)
+		ex.int(clampInt(swapUsed)-clampInt(total.Swap), false)
+	}
+
+	ex.family("memwho_skipped_processes", "gauge", "Processes left out of the last snapshot, by reason: gone (exited while read), kernel (kernel threads and zombies), broken (stat or status unparsable).")
+	for _, r := range [...]struct {
+		reason string
+		n      int
+	}{{"broken", snap.Broken}, {"gone", snap.Gone}, {"kernel", snap.Kernel}} {
+		ex.name("memwho_skipped_processes", true)
+		ex.labelRaw("reason", r.reason, true)
+		ex.uint(uint64(r.n), true)
+	}
+	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with RSS-based estimates, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable).")
+	for _, r := range [...]struct {
+		reason string
+		n      int
+	}{{"denied", snap.Denied}, {"malformed", snap.Malformed}} {
+		ex.name("memwho_estimated_processes", true)
+		ex.labelRaw("reason", r.reason, true)
+		ex.uint(uint64(r.n), true)
+	}
+	if a.opt.Engine.Conns && conns {
+		ex.gaugeUint("memwho_tcp_unreadable_processes", "Processes whose /proc/PID/fd could not be read in the last walk (needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE); they count 0 TCP sockets.", uint64(stats.ConnsDenied))
+	}
+
+	var stale int
+	var bound uint64
+	for _, d := range a.eng.Details() {
+		if !d.Walked {
+			stale++
+			bound += d.Bound
+		}
+	}
+	ex.gaugeUint("memwho_stale_figures", "Processes whose figures were not re-read in the last walk because their statm did not move (see docs/agent.md, error bound).", uint64(stale))
+	ex.gaugeUint("memwho_stale_error_bound_bytes", "Sum over the stale figures of the most each can be off by (RSS minus private anonymous memory at its last walk), in bytes.", bound)
+	ex.gaugeFloat("memwho_snapshot_timestamp_seconds", "When the last walk started, in seconds since the Unix epoch.", unixSeconds(st.time))
+	ex.gaugeFloat("memwho_oldest_figure_timestamp_seconds", "When the oldest figure of the last snapshot was read, in seconds since the Unix epoch: at most FullEvery walks old, older only for processes over their page-walk budget.", unixSeconds(st.oldest))
+	ex.gaugeFloat("memwho_last_walk_duration_seconds", "How long the last walk took, in seconds.", st.walkDur.Seconds())
+}
+
+// renderTop renders the per-process series of the k processes using the
+// most RAM.
+func (a *Agent) renderTop(ex *expo, st *state, k int, conns bool) {
+	snap := st.snap
+	details := a.eng.Details()
+	top := topProcesses(snap.Procs, k, nil)
+	// Series in PID order: a stable layout for diffs and goldens.
+	slices.SortFunc(top, func(x, y int) int { return cmp.Compare(snap.Procs[x].PID, snap.Procs[y].PID) })
+	withGroup := a.opt.By != sample.ByProgram
+	proc := func(name, help string, v func(p *sample.Process) uint64) {
+		ex.family(name, "gauge", help)
+		for _, i := range top {
+			p := &snap.Procs[i]
+			ex.name(name, true)
+			ex.labelInt("pid", p.PID, true)
+			ex.label("name", p.Name, false)
+			if withGroup {
+				ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
+			}
+			ex.uint(v(p), true)
+		}
+	}
+	proc("memwho_process_pss_bytes", "RAM used by one of the processes using the most (see --top-processes): Pss + Private_Hugetlb, in bytes.",
+		func(p *sample.Process) uint64 { return p.RAM })
+	proc("memwho_process_private_bytes", "Part of memwho_process_pss_bytes no other process maps, in bytes.",
+		func(p *sample.Process) uint64 { return p.Private })
+	proc("memwho_process_shared_bytes", "Part of memwho_process_pss_bytes shared with other processes, in bytes.",
+		func(p *sample.Process) uint64 { return p.Shared })
+	proc("memwho_process_swap_bytes", "Swap used by the process (SwapPss), in bytes.",
+		func(p *sample.Process) uint64 { return p.Swap })
+	if conns {
+		proc("memwho_process_tcp_established", "ESTABLISHED TCP sockets held by the process.",
+			func(p *sample.Process) uint64 { return uint64(p.Conns) })
+	}
+	ex.family("memwho_process_sampled_timestamp_seconds", "gauge", "When the process's figures were read, in seconds since the Unix epoch; time() minus it is the figure's age.")
+	for _, i := range top {
+		p := &snap.Procs[i]
+		ex.name("memwho_process_sampled_timestamp_seconds", true)
+		ex.labelInt("pid", p.PID, true)
+		ex.label("name", p.Name, false)
+		if withGroup {
+			ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
+		}
+		ex.float(unixSeconds(details[i].SampledAt), true)
+	}
+}
+
+// renderScrape renders the figures that change with every scrape.
+func (a *Agent) renderScrape(ex *expo, st *state, c *counters, sc scrapeCounters, now time.Time) {
+	if st != nil && st.snap != nil {
+		ex.gaugeFloat("memwho_snapshot_age_seconds", "Age of the snapshot served, in seconds: more than --min-interval when the last walk failed or outran the scrape timeout.", now.Sub(st.time).Seconds())
+		ex.gaugeFloat("memwho_oldest_figure_age_seconds", "Age of the oldest figure in the snapshot served, in seconds.", now.Sub(st.oldest).Seconds())
+	}
+	ex.summary("memwho_walk_duration_seconds", "Duration of the walks of /proc (one sampling-engine tick each), in seconds.", c.walkSeconds, c.walks)
+	ex.counterUint("memwho_walk_errors_total", "Walks that failed (the previous snapshot is served meanwhile).", c.walkErrors)
+	ex.family("memwho_page_walks_total", "counter", "smaps_rollup reads (page-table walks), by reason: new (first sight), changed (statm moved), related (a child appeared or exited), forced (every process at least every FullEvery walks).")
+	for i, r := range [...]string{"new", "changed", "related", "forced"} {
+		ex.name("memwho_page_walks_total", true)
+		ex.labelRaw("reason", r, true)
+		ex.uint(c.pageWalks[i], true)
+	}
+	ex.counterUint("memwho_page_walks_deferred_total", "Page-table walks postponed because the process's walks exceed their time budget.", c.deferred)
+	ex.counterFloat("memwho_page_walk_seconds_total", "Time spent reading smaps_rollup, summed over processes, in seconds.", c.pageWalkSeconds)
+	if a.opt.Engine.Conns {
+		ex.counterUint("memwho_tcp_errors_total", "Walks in which ESTABLISHED TCP sockets could not be listed.", c.connErrors)
+	}
+	ex.summary("memwho_scrape_duration_seconds", "Duration of the scrapes served before this one, in seconds, including any wait for a walk.", sc.seconds, sc.scrapes)
+	ex.counterUint("memwho_scrape_timeouts_total", "Scrapes that stopped waiting for a walk at the scrape timeout and got the previous snapshot.", sc.timeouts)
+	a.self.render(ex)
+}
+
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}
+
+func clampInt(v uint64) int64 {
+	if v > 1<<62 {
+		return 1 << 62
+	}
+	return int64(v)
+}
+
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
