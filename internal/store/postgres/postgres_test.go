@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
@@ -221,5 +220,16 @@ func TestQuoteLiteral(t *testing.T) {
 			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
 		}
 	}
-	_ = time.Second
+}
+
+// BenchmarkWrite: go test -run - -bench Write ./internal/store/postgres
+// (starts a real server; the cluster runs with fsync off, see pgtest).
+func BenchmarkWrite(b *testing.B) {
+	srv := pgtest.Start(b)
+	d, err := Open(context.Background(), srv.CreateDB(b), store.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	storetest.BenchmarkWrite(b, d)
 }

@@ -206,3 +206,15 @@ func TestPruneSize(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// BenchmarkWrite: go test -run - -bench Write ./internal/store/sqlite
+// (one prepared INSERT per row: batching 64 rows per INSERT measured
+// about half as fast with this driver).
+func BenchmarkWrite(b *testing.B) {
+	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), store.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	storetest.BenchmarkWrite(b, d)
+}

@@ -6,6 +6,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -190,4 +191,53 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("after Prune: %d rows, want %d", rows, 16*7)
 		}
 	})
+}
+
+// Big returns a sample shaped like a busy host's: procs process rows
+// (about 60 programs, 5 users, 40 cgroups) plus their group rows, the
+// load for insert benchmarks.
+func Big(procs int, t time.Time) store.Sample {
+	s := store.Sample{Time: t, Host: "bench", BootID: "boot",
+		Meminfo: sample.Meminfo{MemTotal: 64 << 30, MemAvailable: 20 << 30}, Procs: procs}
+	progs := map[string]*store.Row{}
+	for i := range procs {
+		r := store.Row{Kind: store.KindProcess, Key: fmt.Sprintf("program-%02d", i%60), PID: 1000 + i, StartTime: uint64(5000 + i), Count: 1,
+			PSS: uint64(i) << 16, Private: uint64(i) << 15, Shared: uint64(i) << 15, Swap: uint64(i%7) << 12}
+		s.Rows = append(s.Rows, r)
+		if g := progs[r.Key]; g != nil {
+			g.Count++
+			g.PSS += r.PSS
+		} else {
+			progs[r.Key] = &store.Row{Kind: store.KindProgram, Key: r.Key, Count: 1, PSS: r.PSS}
+		}
+	}
+	for _, g := range progs {
+		s.Rows = append(s.Rows, *g)
+	}
+	for i := range 5 {
+		s.Rows = append(s.Rows, store.Row{Kind: store.KindUser, Key: fmt.Sprintf("user%d", i), Count: procs / 5, PSS: 1 << 30})
+	}
+	for i := range 40 {
+		s.Rows = append(s.Rows, store.Row{Kind: store.KindCgroup, Key: fmt.Sprintf("/system.slice/service-%02d.service", i), Count: procs / 40, PSS: 1 << 28, MemLimit: 4 << 30, MemLimitFree: 1 << 30})
+	}
+	store.SortRows(s.Rows)
+	return s
+}
+
+// BenchmarkWrite writes samples of 1,000 processes (1,105 rows) to s and
+// reports rows/s and samples/s.
+func BenchmarkWrite(b *testing.B, s store.Store) {
+	ctx := context.Background()
+	x := Big(1000, T0)
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		x.Time = T0.Add(time.Duration(n) * time.Second)
+		if err := s.Write(ctx, &x); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n*len(x.Rows))/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(len(x.Rows)), "rows/sample")
 }
