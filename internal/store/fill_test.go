@@ -1,0 +1,66 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/memwho/memwho/internal/sample"
+)
+
+func TestBuilderFill(t *testing.T) {
+	snap := &sample.Snapshot{
+		Time: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		Procs: []sample.Process{
+			{PID: 30, StartTime: 3, Name: "web", UID: 0, UIDKnown: true, Cgroup: "/a", RAM: 30, Private: 20, Shared: 10, Swap: 1},
+			{PID: 10, StartTime: 1, Name: "web", UID: 0, UIDKnown: true, Cgroup: "/b", RAM: 10, Private: 10, Accuracy: sample.Estimate},
+			{PID: 20, StartTime: 2, Name: "bad\xff", UIDKnown: false, Cgroup: "/a", RAM: 5, Private: 5},
+		},
+		Meminfo: sample.Meminfo{MemTotal: 100, MemAvailable: 50}, MeminfoOK: true, Denied: 1,
+	}
+	limits := map[string]Limit{"/a": {Limit: 1000, Free: 400}}
+	b := Builder{Host: "h", BootID: "boot", Kinds: []Kind{KindProgram, KindUser, KindCgroup},
+		Limit: func(p *sample.Process) Limit { return limits[p.Cgroup] }}
+	var got Sample
+	got.Rows = make([]Row, 0, 1) // reused, grown
+	b.Fill(&got, snap)
+	want := Sample{
+		Time: snap.Time, Host: "h", BootID: "boot", Meminfo: snap.Meminfo, Procs: 3, Denied: 1,
+		Rows: []Row{
+			{Kind: KindProcess, Key: `bad\xff`, PID: 20, StartTime: 2, Count: 1, PSS: 5, Private: 5, MemLimit: 1000, MemLimitFree: 400},
+			{Kind: KindProcess, Key: "web", PID: 10, StartTime: 1, Count: 1, PSS: 10, Private: 10, Estimated: 1},
+			{Kind: KindProcess, Key: "web", PID: 30, StartTime: 3, Count: 1, PSS: 30, Private: 20, Shared: 10, Swap: 1, MemLimit: 1000, MemLimitFree: 400},
+			{Kind: KindProgram, Key: `bad\xff`, Count: 1, PSS: 5, Private: 5, MemLimit: 1000, MemLimitFree: 400},
+			// Its processes are under different limits: none.
+			{Kind: KindProgram, Key: "web", Count: 2, PSS: 40, Private: 30, Shared: 10, Swap: 1, Estimated: 1},
+			{Kind: KindUser, Key: "?", Count: 1, PSS: 5, Private: 5, MemLimit: 1000, MemLimitFree: 400},
+			{Kind: KindUser, Key: "root", Count: 2, PSS: 40, Private: 30, Shared: 10, Swap: 1, Estimated: 1},
+			{Kind: KindCgroup, Key: "/a", Count: 2, PSS: 35, Private: 25, Shared: 10, Swap: 1, MemLimit: 1000, MemLimitFree: 400},
+			{Kind: KindCgroup, Key: "/b", Count: 1, PSS: 10, Private: 10, Estimated: 1},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Fill (-want +got):\n%s", diff)
+	}
+	// Reuse: a second fill replaces everything.
+	snap.Procs = snap.Procs[:1]
+	b.Kinds = nil
+	b.Fill(&got, snap)
+	if len(got.Rows) != 1 || got.Procs != 1 {
+		t.Errorf("second Fill: %d rows, procs %d; want 1, 1", len(got.Rows), got.Procs)
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	if k, err := ParseKinds("program, cgroup"); err != nil || !cmp.Equal(k, []Kind{KindProgram, KindCgroup}) {
+		t.Errorf("ParseKinds = %v, %v", k, err)
+	}
+	if k, err := ParseKinds("none"); err != nil || k != nil {
+		t.Errorf("ParseKinds(none) = %v, %v", k, err)
+	}
+	for _, bad := range []string{"process", "tree", "program,"} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%q) succeeded", bad)
+		}
+	}
+}
