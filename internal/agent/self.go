@@ -6,6 +6,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -18,6 +19,12 @@ type selfStats struct {
 	dirbuf  [8192]byte
 	samples []metrics.Sample
 	btime   float64 // boot time, seconds since the epoch
+	// Counting descriptors reads /proc/self/fd, one entry per process
+	// the engine follows: most of a scrape's own cost. The count is
+	// refreshed at most once a second.
+	fds     int
+	fdsOK   bool
+	fdsTime time.Time
 }
 
 // clockTicks is USER_HZ, the unit of the times in /proc/PID/stat: 100 on
@@ -65,8 +72,12 @@ func (s *selfStats) render(ex *expo) {
 			}
 		}
 	}
-	if n, ok := s.countFDs(); ok {
-		ex.gaugeUint("process_open_fds", "Number of open file descriptors of the agent (one per sampled process is held by the engine).", uint64(n))
+	if now := time.Now(); now.Sub(s.fdsTime) >= time.Second {
+		s.fds, s.fdsOK = s.countFDs()
+		s.fdsTime = now
+	}
+	if s.fdsOK {
+		ex.gaugeUint("process_open_fds", "Number of open file descriptors of the agent (one per sampled process is held by the engine), counted at most once a second.", uint64(s.fds))
 	}
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
