@@ -158,7 +158,7 @@ scrape_configs:
 	}
 	for q, want := range map[string]float64{
 		`memwho_group_processes{group="` + group + `"}`: 1,
-		`up{job="memwho"}`: 1,
+		`up{job="memwho"}`:                1,
 		`memwho_agent_info{by="program"}`: 1,
 	} {
 		res, err := query(q)
