@@ -216,5 +216,8 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	storetest.BenchmarkWrite(b, d)
+	n := storetest.BenchmarkWrite(b, d)
+	if size, err := d.Size(context.Background()); err == nil && n > 0 {
+		b.ReportMetric(float64(size)/float64(n), "file-bytes/row")
+	}
 }

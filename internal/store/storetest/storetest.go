@@ -225,8 +225,8 @@ func Big(procs int, t time.Time) store.Sample {
 }
 
 // BenchmarkWrite writes samples of 1,000 processes (1,105 rows) to s and
-// reports rows/s and samples/s.
-func BenchmarkWrite(b *testing.B, s store.Store) {
+// reports rows/s; it returns the number of rows written.
+func BenchmarkWrite(b *testing.B, s store.Store) int {
 	ctx := context.Background()
 	x := Big(1000, T0)
 	b.ResetTimer()
@@ -240,4 +240,5 @@ func BenchmarkWrite(b *testing.B, s store.Store) {
 	}
 	b.ReportMetric(float64(n*len(x.Rows))/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(len(x.Rows)), "rows/sample")
+	return n * len(x.Rows)
 }
