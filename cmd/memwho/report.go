@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
@@ -42,6 +43,9 @@ Flags:
   --csv             CSV output (bytes, with an accuracy flag per value)
   --fast            read only /proc/PID/status: RSS-based estimates, no
                     page-table walk
+  --conns           add a TCP column: ESTABLISHED connections per group
+                    (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH
+                    and CAP_SYS_PTRACE, for other users' processes)
   --proc DIR        read the procfs tree at DIR (default /proc)
   --cpuprofile FILE write a CPU profile of the run to FILE
   --memprofile FILE write a heap profile at the end of the run to FILE
@@ -71,6 +75,7 @@ type reportFlags struct {
 	by, filter, pids, user, sortCol string
 	reverse, total, swap, system    bool
 	json, csv, fast                 bool
+	conns                           bool
 	top                             int
 	procDir                         string
 	cpuprofile, memprofile          string
@@ -95,6 +100,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "")
 	fs.BoolVar(&f.csv, "csv", false, "")
 	fs.BoolVar(&f.fast, "fast", false, "")
+	fs.BoolVar(&f.conns, "conns", false, "")
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
@@ -252,6 +258,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := sc.Scan(&snap); err != nil {
 		return err
 	}
+	if f.conns {
+		if denied, err := engine.CountConns(f.procDir, &snap); err != nil {
+			fmt.Fprintf(stderr, "memwho: warning: --conns: %v\n", err)
+		} else if denied > 0 {
+			fmt.Fprintf(stderr, "memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections\n", denied)
+		}
+	}
 	// The scan was the only step that needed privilege.
 	if err := dropPrivileges(); err != nil {
 		return err
@@ -280,6 +293,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Fast:      f.fast,
 		Color:     useColor(stdout),
 		System:    f.system,
+		Conns:     snap.ConnsOK,
 	}
 	switch {
 	case f.total:

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/sockdiag"
 )
 
@@ -36,3 +38,32 @@ func (c *connCounter) count(w *worker, rc *record) {
 }
 
 func (c *connCounter) close() { c.src.Close() }
+
+// CountConns fills Process.Conns of every process of snap with its
+// ESTABLISHED TCP sockets and sets snap.ConnsOK: for a report's one-off
+// scan (sample.Scanner), where the engine's own counting (Options.Conns)
+// does not run. It returns how many processes' /proc/PID/fd could not be
+// read (permission); they count 0.
+func CountConns(root string, snap *sample.Snapshot) (denied int, err error) {
+	src := sockdiag.NewSource(root)
+	defer src.Close()
+	var set sockdiag.InodeSet
+	if err := src.Established(&set); err != nil {
+		return 0, fmt.Errorf("list TCP sockets: %w", err)
+	}
+	fc, err := sockdiag.NewFDCounter(root)
+	if err != nil {
+		return 0, err
+	}
+	defer fc.Close()
+	for i := range snap.Procs {
+		p := &snap.Procs[i]
+		n, err := fc.Count(p.PID, &set)
+		if err == syscall.EACCES || err == syscall.EPERM {
+			denied++
+		}
+		p.Conns = n
+	}
+	snap.ConnsOK = true
+	return denied, nil
+}

@@ -10,8 +10,13 @@ import (
 )
 
 // CSVHeader is the first record CSV writes; the columns never change
-// order within schema memwho.report/v1.
+// order within schema memwho.report/v1. With Options.Conns a last
+// column, CSVConnsColumn, follows.
 var CSVHeader = []string{"kind", "key", "count", "ram_bytes", "private_bytes", "shared_bytes", "swap_bytes", "accuracy", "swap_source"}
+
+// CSVConnsColumn is the column CSV adds with Options.Conns: ESTABLISHED
+// TCP sockets of the group.
+const CSVConnsColumn = "tcp_established"
 
 // CSV writes the header record, one "group" record per group in the order
 // given and a final "total" record (key "total"), in RFC 4180 form as
@@ -27,15 +32,19 @@ var CSVHeader = []string{"kind", "key", "count", "ram_bytes", "private_bytes", "
 // not a spreadsheet, and rewriting them would change names such as
 // "-bash". Import it into a spreadsheet with the key column as text.
 //
-// CSV has no room for the system footer or the skipped counts; opt is
-// unused and there for symmetry with Table and JSON.
+// CSV has no room for the system footer or the skipped counts; of opt it
+// uses only Conns.
 func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
-	if err := cw.Write(CSVHeader); err != nil {
+	header := CSVHeader
+	if opt.Conns {
+		header = append(header[:len(header):len(header)], CSVConnsColumn)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
-	rec := make([]string, len(CSVHeader))
+	rec := make([]string, len(header))
 	var key []byte
 	for i := range groups {
 		key = Sanitize(key[:0], groups[i].Key)
@@ -63,5 +72,8 @@ func csvRecord(rec []string, kind, key string, g *sample.Group) []string {
 	rec[6] = strconv.FormatUint(g.Swap, 10)
 	rec[7] = g.Accuracy().String()
 	rec[8] = swapSource(g)
+	if len(rec) > 9 {
+		rec[9] = strconv.FormatUint(g.Conns, 10)
+	}
 	return rec
 }

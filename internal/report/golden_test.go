@@ -72,8 +72,22 @@ func sum(groups []sample.Group) sample.Group {
 		t.Swap += g.Swap
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
+		t.Conns += g.Conns
 	}
 	return t
+}
+
+// withConns gives groups ESTABLISHED TCP connection counts, one of them
+// wide enough to widen the column.
+func withConns(groups []sample.Group) []sample.Group {
+	out := append([]sample.Group(nil), groups...)
+	for i := range out {
+		out[i].Conns = uint64(i * i * 7)
+	}
+	if len(out) > 1 {
+		out[len(out)-1].Conns = 12345
+	}
+	return out
 }
 
 func snapshot(meminfo bool) *sample.Snapshot {
@@ -147,6 +161,10 @@ func goldenCases() []goldenCase {
 	progFast := prog
 	progFast.Fast = true
 	pid := Options{KeyHeader: "PID", By: "pid"}
+	progConns := prog
+	progConns.Conns = true
+	pidConns := pid
+	pidConns.Conns = true
 	return []goldenCase{
 		{"table_exact", tableFn, hostile, sum(hostile), snapshot(false), prog},
 		{"table_estimate", tableFn, est, sum(est), denied, prog},
@@ -164,6 +182,10 @@ func goldenCases() []goldenCase {
 		{"json_system_estimate", jsonFn, est, sum(est), denied, progSys},
 		{"csv_exact", csvFn, hostile, sum(hostile), snapshot(false), prog},
 		{"csv_estimate", csvFn, est, sum(est), denied, prog},
+		{"table_conns", tableFn, withConns(hostile), sum(withConns(hostile)), snapshot(false), progConns},
+		{"table_conns_pid", tableFn, withConns(byPID), sum(withConns(byPID)), snapshot(false), pidConns},
+		{"json_conns", jsonFn, withConns(est), sum(withConns(est)), denied, progConns},
+		{"csv_conns", csvFn, withConns(est), sum(withConns(est)), denied, progConns},
 	}
 }
 

@@ -43,8 +43,9 @@ const Schema = "memwho.report/v1"
 // A group object has key, key_base64 (only when needed, see below),
 // count, pids (array, ascending), ram_bytes, private_bytes, shared_bytes,
 // swap_bytes, accuracy ("exact", or "estimate" when any process's figures
-// came from /proc/PID/status) and swap_source ("swap_pss", or "swap" when
-// some swap was counted in full).
+// came from /proc/PID/status), swap_source ("swap_pss", or "swap" when
+// some swap was counted in full) and, with opt.Conns (--conns),
+// tcp_established (ESTABLISHED TCP sockets, IPv4 and IPv6).
 //
 // The key is the exact raw name when it is valid UTF-8; control
 // characters, C1 controls, bidi controls and U+2028/U+2029 are written as
@@ -69,11 +70,11 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONGroup(buf, &groups[i])
+		buf = appendJSONGroup(buf, &groups[i], opt.Conns)
 	}
 	buf = append(buf, `],"total":`...)
 	total.Key = "total" // whatever the caller left there, as in CSV
-	buf = appendJSONGroup(buf, &total)
+	buf = appendJSONGroup(buf, &total, opt.Conns)
 	if opt.System && snap.MeminfoOK {
 		m := &snap.Meminfo
 		buf = append(buf, `,"system":{`...)
@@ -105,7 +106,7 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 	return err
 }
 
-func appendJSONGroup(buf []byte, g *sample.Group) []byte {
+func appendJSONGroup(buf []byte, g *sample.Group, conns bool) []byte {
 	buf = append(buf, `{"key":`...)
 	if utf8.ValidString(g.Key) {
 		buf = appendJSONString(buf, g.Key)
@@ -133,6 +134,9 @@ func appendJSONGroup(buf []byte, g *sample.Group) []byte {
 	buf = appendJSONString(buf, g.Accuracy().String())
 	buf = append(buf, `,"swap_source":`...)
 	buf = appendJSONString(buf, swapSource(g))
+	if conns {
+		buf = appendJSONUint(buf, "tcp_established", g.Conns, true)
+	}
 	return append(buf, '}')
 }
 

@@ -44,6 +44,11 @@ type Options struct {
 	// or a "system" object (JSON). It needs snap.MeminfoOK; CSV has no
 	// place for it and ignores it.
 	System bool
+	// Conns adds the groups' ESTABLISHED TCP connections (Group.Conns):
+	// a "TCP" column in the table, a tcp_established member in JSON
+	// group objects and a last tcp_established column in CSV. The
+	// caller sets it only when they were counted (Snapshot.ConnsOK).
+	Conns bool
 }
 
 func (o *Options) keyHeader() string {

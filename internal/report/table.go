@@ -13,6 +13,7 @@ const (
 	numWidth    = 10
 	markedWidth = numWidth + 1
 	minProcs    = len("Procs")
+	minConns    = len("TCP")
 )
 
 // Markers set before a figure in the table, explained by a legend line.
@@ -39,12 +40,15 @@ const (
 // snap may be nil; it supplies the meminfo figures and the counts of
 // denied and malformed processes that explain estimates.
 func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
-	t := table{opt: opt, procsW: minProcs}
+	t := table{opt: opt, procsW: minProcs, connsW: minConns}
 	if opt.ShowCount {
 		t.procsW = max(t.procsW, decimalLen(total.Count))
 		for i := range groups {
 			t.procsW = max(t.procsW, decimalLen(groups[i].Count))
 		}
+	}
+	if opt.Conns {
+		t.connsW = max(t.connsW, decimalLen(int(total.Conns)))
 	}
 	// About 80 bytes a row; names longer than that grow the buffer once
 	// or twice.
@@ -97,6 +101,7 @@ func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.
 type table struct {
 	opt    Options
 	procsW int // width of the Procs column
+	connsW int // width of the TCP column (with opt.Conns)
 }
 
 func (t *table) header(buf []byte) []byte {
@@ -107,6 +112,10 @@ func (t *table) header(buf []byte) []byte {
 	buf = padLeft(buf, "RAM used", markedWidth)
 	buf = append(buf, "  "...)
 	buf = padLeft(buf, "Swap", markedWidth)
+	if t.opt.Conns {
+		buf = append(buf, "  "...)
+		buf = padLeft(buf, "TCP", t.connsW)
+	}
 	if t.opt.ShowCount {
 		buf = append(buf, "  "...)
 		buf = padLeft(buf, "Procs", t.procsW)
@@ -119,6 +128,9 @@ func (t *table) header(buf []byte) []byte {
 // rule is a line of dashes as wide as the header.
 func (t *table) rule(buf []byte) []byte {
 	n := 2*numWidth + 2*len("  +  ") + 2*markedWidth + 2
+	if t.opt.Conns {
+		n += 2 + t.connsW
+	}
 	if t.opt.ShowCount {
 		n += 2 + t.procsW
 	}
@@ -144,6 +156,11 @@ func (t *table) row(buf []byte, g *sample.Group, isTotal bool) []byte {
 	buf = t.cell(buf, ramMark, g.RAM, markedWidth)
 	buf = append(buf, "  "...)
 	buf = t.cell(buf, swapMark, g.Swap, markedWidth)
+	if t.opt.Conns {
+		buf = append(buf, "  "...)
+		var tmp [24]byte
+		buf = padLeftBytes(buf, strconv.AppendUint(tmp[:0], g.Conns, 10), t.connsW)
+	}
 	if t.opt.ShowCount {
 		buf = append(buf, "  "...)
 		var tmp [24]byte
