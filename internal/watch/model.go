@@ -63,6 +63,9 @@ type Model struct {
 // snapshotMsg says a scan finished, having filled Model.snap.
 type snapshotMsg struct {
 	err error
+	// at is when each process's figures were read, nil when at the
+	// snapshot's time (see readTimes).
+	at []time.Time
 	// started is when the scan began; the next one starts an interval
 	// later.
 	started time.Time
@@ -106,7 +109,11 @@ func (m *Model) scanCmd() tea.Cmd {
 	return func() tea.Msg {
 		start := time.Now()
 		err := s.Scan(snap)
-		return snapshotMsg{err: err, started: start}
+		var at []time.Time
+		if err == nil {
+			at = readTimes(s, snap)
+		}
+		return snapshotMsg{err: err, at: at, started: start}
 	}
 }
 
@@ -128,7 +135,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.scanErr = msg.err
 		} else if !m.paused {
 			m.scanErr = nil
-			m.Add(m.snap)
+			m.tr.AddSampled(m.snap, msg.at)
+			m.scans++
 			if m.opt.Count > 0 && m.scans >= m.opt.Count {
 				return m, tea.Quit
 			}
@@ -281,7 +289,10 @@ func regexpError(err error) string {
 // RunTUI runs the live view on the terminal until q, ctrl+c, ctx's end or
 // opt.Count refreshes. The terminal is restored when it returns.
 func RunTUI(ctx context.Context, s Sampler, opt Options) error {
-	p := tea.NewProgram(NewModel(s, opt), tea.WithContext(ctx))
+	// 20 frames a second is plenty for a table refreshed every few
+	// seconds and keeps keys responsive; the default 60 costs 0.75% of a
+	// core while idle (measured in docs/watch.md).
+	p := tea.NewProgram(NewModel(s, opt), tea.WithContext(ctx), tea.WithFPS(20))
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrInterrupted) || (errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil) {
 		return nil

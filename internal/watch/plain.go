@@ -91,7 +91,7 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 		if err := s.Scan(&snap); err != nil {
 			return fmt.Errorf("scan: %w", err)
 		}
-		t.Add(&snap)
+		t.AddSampled(&snap, readTimes(s, &snap))
 		if i == 0 && warn != nil {
 			warn(&snap)
 		}

@@ -97,11 +97,19 @@ type Tracker struct {
 	// n is the number of samples added; sample i (1-based) is stored at
 	// index i % Window of every ring.
 	n       uint64
-	times   []int64 // sample times, Unix nanoseconds
 	views   [4]*view
 	users   sample.Users
 	info    Info
 	scratch []float64
+	// stale holds, during Add, the processes whose figures are older
+	// than the snapshot.
+	stale map[int]stale
+}
+
+// stale is a process whose figures were read before its snapshot.
+type stale struct {
+	ram uint64
+	age int64 // snapshot time minus the time the figures were read, ns
 }
 
 // view is the history of one grouping.
@@ -121,12 +129,16 @@ type series struct {
 	since int64    // time of the first sample, Unix nanoseconds
 	seen  uint64   // number of the last sample holding the group
 	vals  []uint64 // ring of RAM, bytes, by sample number % Window
+	// ts is the ring of the times the values describe, Unix
+	// nanoseconds: the snapshot's time, or earlier when the sampler
+	// reported older figures (see AddSampled).
+	ts []int64
 }
 
 // NewTracker returns a Tracker that follows the groupings in bys.
 func NewTracker(cfg Config, bys ...sample.By) *Tracker {
 	cfg = cfg.withDefaults()
-	t := &Tracker{cfg: cfg, times: make([]int64, cfg.Window)}
+	t := &Tracker{cfg: cfg, stale: make(map[int]stale)}
 	for _, by := range bys {
 		if t.views[by] == nil {
 			t.views[by] = &view{series: make(map[string]*series)}
@@ -147,16 +159,34 @@ func (t *Tracker) Info() *Info { return &t.info }
 // Tracks reports whether the tracker follows grouping by.
 func (t *Tracker) Tracks(by sample.By) bool { return t.views[by] != nil }
 
-// Add records snap. It keeps nothing that points into snap.Procs (names
-// are immutable strings), so the caller may reuse snap for the next scan.
-func (t *Tracker) Add(snap *sample.Snapshot) {
+// Add records snap, every figure of which is taken to describe
+// snap.Time. It keeps nothing that points into snap.Procs (names are
+// immutable strings), so the caller may reuse snap for the next scan.
+func (t *Tracker) Add(snap *sample.Snapshot) { t.AddSampled(snap, nil) }
+
+// AddSampled records snap like Add, where at[i] (when at is not nil) is
+// the time snap.Procs[i]'s figures were read: a sampler that defers
+// expensive reads (the engine's cost budget) hands on older figures, and
+// fitting them at the snapshot's time would show a staircase (flat, then
+// a jump) instead of the steady line it is. A group's time is the mean
+// of its processes' times weighted by their RAM.
+func (t *Tracker) AddSampled(snap *sample.Snapshot, at []time.Time) {
 	t.n++
 	w := uint64(t.cfg.Window)
-	t.times[t.n%w] = snap.Time.UnixNano()
+	now := snap.Time.UnixNano()
 	t.info = Info{
 		Time: snap.Time, Meminfo: snap.Meminfo, MeminfoOK: snap.MeminfoOK,
 		Procs: len(snap.Procs), Gone: snap.Gone, Denied: snap.Denied, Kernel: snap.Kernel,
 		Broken: snap.Broken, Malformed: snap.Malformed, ConnsOK: snap.ConnsOK,
+	}
+	clear(t.stale)
+	if len(at) == len(snap.Procs) {
+		for i := range snap.Procs {
+			if age := now - at[i].UnixNano(); age > 0 && !at[i].IsZero() {
+				p := &snap.Procs[i]
+				t.stale[p.PID] = stale{ram: p.RAM, age: age}
+			}
+		}
 	}
 	totalDone := false
 	for by, v := range t.views {
@@ -171,16 +201,18 @@ func (t *Tracker) Add(snap *sample.Snapshot) {
 		v.rowsAt = 0
 		for i := range v.groups {
 			g := &v.groups[i]
+			at := now - t.groupAge(g)
 			s := v.series[g.Key]
 			switch {
 			case s == nil:
-				s = &series{vals: make([]uint64, w)}
+				s = &series{vals: make([]uint64, w), ts: make([]int64, w)}
 				v.series[g.Key] = s
 				fallthrough
 			case s.seen != t.n-1:
-				s.first, s.start, s.since = t.n, g.RAM, t.times[t.n%w]
+				s.first, s.start, s.since = t.n, g.RAM, now
 			}
 			s.vals[t.n%w] = g.RAM
+			s.ts[t.n%w] = at
 			s.seen = t.n
 		}
 		for k, s := range v.series {
@@ -189,6 +221,21 @@ func (t *Tracker) Add(snap *sample.Snapshot) {
 			}
 		}
 	}
+}
+
+// groupAge is how much older than the snapshot g's figures are, in
+// nanoseconds: its processes' ages weighted by their RAM.
+func (t *Tracker) groupAge(g *sample.Group) int64 {
+	if len(t.stale) == 0 || g.RAM == 0 {
+		return 0
+	}
+	var sum float64
+	for _, pid := range g.PIDs {
+		if st, ok := t.stale[pid]; ok {
+			sum += float64(st.ram) * float64(st.age)
+		}
+	}
+	return int64(sum / float64(g.RAM))
 }
 
 // Row is one group with its history.
@@ -210,7 +257,7 @@ type Row struct {
 }
 
 // RateMiBPerMin is r.Rate in MiB per minute.
-func (r *Row) RateMiBPerMin() float64 { return r.Rate * 60 / miB }
+func (r Row) RateMiBPerMin() float64 { return r.Rate * 60 / miB }
 
 // Rows returns the groups of grouping by in the last snapshot, with their
 // history, in no particular order. The slice and the rows' History are
@@ -236,7 +283,7 @@ func (t *Tracker) Rows(by sample.By) []Row {
 		ts = ts[:0]
 		for j := t.n - k + 1; j <= t.n; j++ {
 			v.arena = append(v.arena, s.vals[j%w])
-			ts = append(ts, t.times[j%w])
+			ts = append(ts, s.ts[j%w])
 		}
 		r := Row{
 			Group:   *g,
@@ -245,7 +292,7 @@ func (t *Tracker) Rows(by sample.By) []Row {
 			History: v.arena[from:len(v.arena):len(v.arena)],
 		}
 		r.Rate, t.scratch = theilSen(ts, r.History, t.scratch)
-		r.Leak = t.leak(r.History, r.Rate)
+		r.Leak = t.leak(ts, r.History, r.Rate)
 		v.rows = append(v.rows, r)
 	}
 	v.rowsAt = t.n
@@ -345,8 +392,9 @@ func quickselect(xs []float64, k int) float64 {
 }
 
 // leak applies the leak rule of the package doc to a window of RAM
-// values (oldest first) whose Theil–Sen slope is rate.
-func (t *Tracker) leak(vs []uint64, rate float64) bool {
+// values vs (oldest first) read at times ts (ns), whose Theil–Sen slope
+// is rate (bytes per second).
+func (t *Tracker) leak(ts []int64, vs []uint64, rate float64) bool {
 	c := &t.cfg
 	n := len(vs)
 	if n < c.LeakMinSamples || rate < c.LeakMinRate || vs[n-1] <= vs[0] {
@@ -359,7 +407,11 @@ func (t *Tracker) leak(vs []uint64, rate float64) bool {
 			continue
 		}
 		up++
-		if float64(vs[i]-vs[i-1]) > c.LeakMaxStep*rise {
+		// A step may carry the growth the fit predicts over the time
+		// it spans (a long one after figures were held back) but no
+		// more than LeakMaxStep of the window's growth beyond that.
+		dt := float64(ts[i]-ts[i-1]) / 1e9
+		if float64(vs[i]-vs[i-1])-max(rate*dt, 0) > c.LeakMaxStep*rise {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 )
 
@@ -396,5 +397,82 @@ func BenchmarkTrackerAddRows(b *testing.B) {
 		tr.Add(s)
 		tr.Rows(sample.ByPID)
 		i++
+	}
+}
+
+func TestRateWithHeldBackFigures(t *testing.T) {
+	// A process grows 1 MiB a second, but the sampler re-reads it only
+	// every 16 seconds (the engine's cost budget), handing on the old
+	// figure in between. Fitted at the times the figures were read, the
+	// rate is exact and the staircase is still a leak; fitted at the
+	// snapshots' times, the window holds one jump, which the leak rule
+	// rejects as a one-off allocation.
+	const n, every = 30, 16
+	withTimes := NewTracker(Config{}, sample.ByProgram)
+	without := NewTracker(Config{}, sample.ByProgram)
+	for i := range n {
+		read := i - i%every
+		snap := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Procs: []sample.Process{
+			{PID: 1, Name: "big", RAM: 10*giB + uint64(read)*miB},
+			{PID: 2, Name: "small", RAM: 10 * miB},
+		}}
+		at := []time.Time{t0.Add(time.Duration(read) * time.Second), snap.Time}
+		withTimes.AddSampled(snap, at)
+		without.Add(snap)
+	}
+	r := rowOf(t, withTimes.Rows(sample.ByProgram), "big")
+	if got := r.RateMiBPerMin(); math.Abs(got-60) > 0.1 {
+		t.Errorf("rate with read times = %.2f MiB/min, want 60", got)
+	}
+	if !r.Leak {
+		t.Error("steady growth read every 8 s is not a leak suspect")
+	}
+	if r := rowOf(t, without.Rows(sample.ByProgram), "big"); r.Leak {
+		t.Errorf("without read times: leak at %.2f MiB/min; the test expects the staircase to hide it", r.RateMiBPerMin())
+	}
+	if r := rowOf(t, withTimes.Rows(sample.ByProgram), "small"); r.Rate != 0 || r.Leak {
+		t.Errorf("small: rate %v leak %v, want 0 and none", r.Rate, r.Leak)
+	}
+}
+
+func TestGroupAgeWeightedByRAM(t *testing.T) {
+	// Two processes in one group, one read 10 s before the snapshot:
+	// the group's figures are 10 s × 3/4 old (weighted by RAM).
+	tr := NewTracker(Config{}, sample.ByProgram)
+	snap := &sample.Snapshot{Time: t0, Procs: []sample.Process{
+		{PID: 1, Name: "g", RAM: 30 * miB},
+		{PID: 2, Name: "g", RAM: 10 * miB},
+	}}
+	tr.AddSampled(snap, []time.Time{t0.Add(-10 * time.Second), t0})
+	g := &tr.views[sample.ByProgram].groups[0]
+	if got, want := tr.groupAge(g), int64(7500*time.Millisecond); got != want {
+		t.Errorf("group age %v, want %v", time.Duration(got), time.Duration(want))
+	}
+}
+
+// fakeEngine reports details as the engine does.
+type fakeEngine struct{ d []engine.Detail }
+
+func (f *fakeEngine) Scan(*sample.Snapshot) error { return nil }
+func (f *fakeEngine) Details() []engine.Detail    { return f.d }
+
+func TestReadTimes(t *testing.T) {
+	snap := &sample.Snapshot{Time: t0, Procs: []sample.Process{{PID: 1}, {PID: 2}}}
+	old := t0.Add(-5 * time.Second)
+	if at := readTimes(&seqSampler{}, snap); at != nil {
+		t.Errorf("a sampler without details: %v, want nil", at)
+	}
+	fresh := &fakeEngine{d: []engine.Detail{{PID: 1, SampledAt: old}, {PID: 2, SampledAt: t0}}}
+	if at := readTimes(fresh, snap); at != nil {
+		t.Errorf("nothing deferred: %v, want nil (an unchanged figure is current)", at)
+	}
+	deferred := &fakeEngine{d: []engine.Detail{{PID: 1, SampledAt: old, Deferred: true}, {PID: 2, SampledAt: t0}}}
+	at := readTimes(deferred, snap)
+	if len(at) != 2 || !at[0].Equal(old) || !at[1].Equal(t0) {
+		t.Errorf("one deferred: %v, want [%v %v]", at, old, t0)
+	}
+	short := &fakeEngine{d: []engine.Detail{{PID: 1, SampledAt: old, Deferred: true}}}
+	if at := readTimes(short, snap); at != nil {
+		t.Errorf("details not matching the snapshot: %v, want nil", at)
 	}
 }

@@ -5,6 +5,7 @@ package watch
 import (
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,23 @@ func TestViewTiming(t *testing.T) {
 	first := strings.SplitN(m.View().Content, "\n", 2)[0]
 	if !strings.Contains(first, "12:00:19") || !strings.Contains(first, "every 1.5s") {
 		t.Errorf("title %q lacks the time 12:00:19 and interval 1.5s", first)
+	}
+}
+
+func BenchmarkView(b *testing.B) {
+	// One screen of 120×40 from 1000 processes in 300 programs, after a
+	// full window: what every refresh and key press costs to render.
+	var procs []proc
+	for i := range 1000 {
+		procs = append(procs, proc{pid: 1000 + i, name: "prog" + strconv.Itoa(i%300), shared: miB, ram: linear(uint64(i+2)*miB, uint64(i%5)*kiB)})
+	}
+	m := NewModel(nil, Options{Interval: 2 * time.Second})
+	tm, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m = tm.(Model)
+	for i := range 30 {
+		m.Add(snapshot(i, 2*time.Second, procs))
+	}
+	for b.Loop() {
+		_ = m.View()
 	}
 }
