@@ -200,6 +200,9 @@ func Upload(ctx context.Context, cfg Config, produce Producer) (Result, error) {
 		retry := errors.As(err, &ue) && ue.Transient && attempt <= cfg.Retries && ctx.Err() == nil
 		if !retry {
 			u.removeStale(ctx)
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
 			return res, err
 		}
 		if cfg.Logf != nil {
@@ -208,7 +211,7 @@ func Upload(ctx context.Context, cfg Config, produce Producer) (Result, error) {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			u.removeStale(context.WithoutCancel(ctx))
+			u.removeStale(ctx)
 			return res, ctx.Err()
 		}
 		wait = min(2*wait, time.Minute)
@@ -470,13 +473,15 @@ func (u *uploader) removeStaleOn(s *session) {
 }
 
 // removeStale makes one last connection, if needed, to remove the
-// temporary files of failed attempts. It gives up quietly: the upload
-// has already failed and that error is the one to report.
+// temporary files of failed attempts. It runs even when ctx was canceled
+// (an interrupted upload should not leave its temporary file), for at
+// most staleTimeout. It gives up quietly: the upload has already failed
+// and that error is the one to report.
 func (u *uploader) removeStale(ctx context.Context) {
 	if len(u.stale) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(u.cfg.Timeout, staleTimeout))
 	defer cancel()
 	s, err := u.dial(ctx)
 	if err != nil {
@@ -485,6 +490,9 @@ func (u *uploader) removeStale(ctx context.Context) {
 	defer s.close()
 	u.removeStaleOn(s)
 }
+
+// staleTimeout bounds the clean-up connection after a failed upload.
+const staleTimeout = 10 * time.Second
 
 // transient reports whether err means the connection dropped or could not
 // be made, so that a new connection may succeed.

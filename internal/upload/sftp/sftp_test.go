@@ -221,6 +221,23 @@ func TestUpload(t *testing.T) {
 		assertAbsent(t, s.Dir, "fail.bin")
 	})
 
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cfg := config(t, s, s.Addr, s.KnownHostsFile, "canceled.bin")
+		cfg.Retries = 3
+		_, err := Upload(ctx, cfg, func(ctx context.Context, w io.Writer) error {
+			w.Write(make([]byte, 1<<20))
+			cancel() // as SIGINT would
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Upload error = %v, want %v", err, context.Canceled)
+		}
+		assertAbsent(t, s.Dir, "canceled.bin")
+	})
+
 	t.Run("no such directory", func(t *testing.T) {
 		_, produce, _ := payload(10)
 		cfg := config(t, s, s.Addr, s.KnownHostsFile, "missing/x.bin")
