@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -250,6 +251,9 @@ func countSamples(t *testing.T, db string) int {
 func TestRecordPostgresOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
 	}
 	srv := pgtest.Start(t)
 	url := srv.CreateDB(t)

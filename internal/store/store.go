@@ -334,7 +334,15 @@ func Open(ctx context.Context, target string, opt OpenOptions) (Store, error) {
 		if scheme == "" {
 			return nil, errors.New("no SQLite support in this build")
 		}
-		return nil, fmt.Errorf("unsupported database %q (this build knows %s)", scheme+"://", strings.Join(Schemes(), ", "))
+		var known []string
+		for _, k := range Schemes() {
+			if k == "" {
+				known = append(known, "SQLite file paths")
+			} else {
+				known = append(known, k+"://")
+			}
+		}
+		return nil, fmt.Errorf("unsupported database %q (this build takes %s)", scheme+"://", strings.Join(known, " and "))
 	}
 	return open(ctx, target, opt)
 }
