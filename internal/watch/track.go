@@ -88,6 +88,9 @@ type Info struct {
 	// ConnsOK says the processes' ESTABLISHED TCP sockets were counted
 	// (Group.Conns is valid).
 	ConnsOK bool
+	// HeldBack counts the processes whose figures are older than the
+	// snapshot (see Tracker.AddSampled).
+	HeldBack int
 }
 
 // Tracker keeps the recent history of every group in the groupings it
@@ -97,6 +100,7 @@ type Tracker struct {
 	// n is the number of samples added; sample i (1-based) is stored at
 	// index i % Window of every ring.
 	n       uint64
+	times   []int64 // snapshot times, Unix nanoseconds
 	views   [4]*view
 	users   sample.Users
 	info    Info
@@ -138,7 +142,7 @@ type series struct {
 // NewTracker returns a Tracker that follows the groupings in bys.
 func NewTracker(cfg Config, bys ...sample.By) *Tracker {
 	cfg = cfg.withDefaults()
-	t := &Tracker{cfg: cfg, stale: make(map[int]stale)}
+	t := &Tracker{cfg: cfg, times: make([]int64, cfg.Window), stale: make(map[int]stale)}
 	for _, by := range bys {
 		if t.views[by] == nil {
 			t.views[by] = &view{series: make(map[string]*series)}
@@ -174,6 +178,7 @@ func (t *Tracker) AddSampled(snap *sample.Snapshot, at []time.Time) {
 	t.n++
 	w := uint64(t.cfg.Window)
 	now := snap.Time.UnixNano()
+	t.times[t.n%w] = now
 	t.info = Info{
 		Time: snap.Time, Meminfo: snap.Meminfo, MeminfoOK: snap.MeminfoOK,
 		Procs: len(snap.Procs), Gone: snap.Gone, Denied: snap.Denied, Kernel: snap.Kernel,
@@ -188,6 +193,7 @@ func (t *Tracker) AddSampled(snap *sample.Snapshot, at []time.Time) {
 			}
 		}
 	}
+	t.info.HeldBack = len(t.stale)
 	totalDone := false
 	for by, v := range t.views {
 		if v == nil {
@@ -254,6 +260,12 @@ type Row struct {
 	// Leak is true when the group has grown steadily (see the package
 	// doc).
 	Leak bool
+	// RateOK is true when History spans some time: at least two samples
+	// read at different times. Rate is 0 otherwise.
+	RateOK bool
+	// Age is how much older than the snapshot the group's figures are
+	// (RAM-weighted), 0 unless the sampler held figures back.
+	Age time.Duration
 }
 
 // RateMiBPerMin is r.Rate in MiB per minute.
@@ -292,6 +304,8 @@ func (t *Tracker) Rows(by sample.By) []Row {
 			History: v.arena[from:len(v.arena):len(v.arena)],
 		}
 		r.Rate, t.scratch = theilSen(ts, r.History, t.scratch)
+		r.RateOK = len(ts) >= 2 && slices.Max(ts) > slices.Min(ts)
+		r.Age = time.Duration(t.times[t.n%w] - s.ts[t.n%w])
 		r.Leak = t.leak(ts, r.History, r.Rate)
 		v.rows = append(v.rows, r)
 	}

@@ -235,6 +235,9 @@ func (m Model) totalsLine() string {
 		b = report.HumanBytes(b, info.Meminfo.SwapTotal)
 	}
 	s := string(b)
+	if n := info.HeldBack; n > 0 {
+		s += "  " + strconv.Itoa(n) + plural(n, " figure", " figures") + " held back"
+	}
 	leaks := 0
 	for _, r := range m.tr.Rows(m.by) {
 		if r.Leak {
@@ -350,8 +353,14 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 				tmp = appendChange(tmp, r.Change)
 			}
 		case colRate:
-			if !isTotal && len(r.History) >= 2 {
+			switch {
+			case isTotal:
+			case r.RateOK:
 				tmp = appendRate(tmp, r.RateMiBPerMin())
+			case r.Age > 0:
+				// Every figure in the window was held back by the
+				// sampler's cost budget: no rate, but how old.
+				tmp = appendAge(append(tmp, "held "...), r.Age)
 			}
 		case colTrend:
 			if !isTotal {
@@ -387,6 +396,18 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 		buf = append(buf, ' ')
 	}
 	return buf
+}
+
+// appendAge appends d as whole seconds ("35s") below 100 s, whole
+// minutes ("16m") below 100 min, else whole hours.
+func appendAge(dst []byte, d time.Duration) []byte {
+	switch {
+	case d < 100*time.Second:
+		return append(strconv.AppendInt(dst, int64(d/time.Second), 10), 's')
+	case d < 100*time.Minute:
+		return append(strconv.AppendInt(dst, int64(d/time.Minute), 10), 'm')
+	}
+	return append(strconv.AppendInt(dst, int64(d/time.Hour), 10), 'h')
 }
 
 // marks returns the report's markers for g's RAM and swap: '~' for a
@@ -444,7 +465,8 @@ func (m Model) helpLines() []string {
 		"  RAM used = Private + Shared: proportional set size (PSS); Swap is SwapPss",
 		"  ~ estimate from /proc/PID/status (RSS)   * swap counted in full (no SwapPss)",
 		"  Change    RAM now minus RAM when the group was first seen",
-		"  MiB/min   growth: Theil–Sen slope over the last " + strconv.Itoa(c.Window) + " samples",
+		"  MiB/min   growth: Theil–Sen slope over the last " + strconv.Itoa(c.Window) + " samples (\"held 35s\":",
+		"            the sampler kept back every new figure of the window, for 35 s)",
 		"  Trend     RAM over the last " + strconv.Itoa(SparkWidth) + " samples, lowest ▁ to highest █",
 		"  Conns     ESTABLISHED TCP connections (--conns)",
 		"  LEAK      grew steadily over the last " + strconv.Itoa(c.Window) + " samples: at least " + strconv.Itoa(c.LeakMinSamples) + " samples,",

@@ -12,6 +12,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/memwho/memwho/internal/sample"
 )
 
 // hostileName holds an ANSI colour sequence and a newline: it must reach
@@ -191,5 +193,27 @@ func BenchmarkView(b *testing.B) {
 	}
 	for b.Loop() {
 		_ = m.View()
+	}
+}
+
+func TestViewHeldBack(t *testing.T) {
+	// The sampler held back every new figure of "big" for the last 12
+	// samples: no rate can be fitted, so the rate column says how old
+	// the figure is, and the header counts the held-back processes.
+	m := testModel(t, 120, 30, 0, Options{})
+	for i := range 12 {
+		snap := &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Procs: []sample.Process{
+			{PID: 1, Name: "big", RAM: 10 * giB},
+			{PID: 2, Name: "small", RAM: 10*miB + uint64(i)*miB},
+		}}
+		m.tr.AddSampled(snap, []time.Time{t0.Add(-time.Second), snap.Time})
+		m.scans++
+	}
+	s := m.View().Content
+	checkScreen(t, s, 120, 30, false)
+	for _, want := range []string{"1 figure held back", "0 B held 12s ▁▁▁▁▁▁▁▁▁▁      big", "+60.0 ▁▂▃▃▄▅▆▆▇█ LEAK small"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
 	}
 }
