@@ -12,7 +12,10 @@
 // are missing or no unprivileged identity is available.
 //
 // It does not mock anything: the point is to test against the server the
-// fleet runs.
+// fleet runs. Its own behaviour (start, stop, restart on the same port
+// and data) is exercised by the store/postgres tests and cmd/memwho's
+// TestRecordPostgresOutage rather than by a test of its own, which would
+// cost another cluster start.
 package pgtest
 
 import (
