@@ -312,3 +312,20 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestTickAllocs: a tick of an unchanged tree allocates a few times for
+// its goroutines, never per process.
+func TestTickAllocs(t *testing.T) {
+	root := proctest.Root(t, "../proc/testdata/basic.txtar")
+	e := newEngine(t, Options{Root: root, FullEvery: 1 << 30, Workers: 2})
+	var snap sample.Snapshot
+	for range 3 {
+		e.Scan(&snap)
+	}
+	n := testing.AllocsPerRun(50, func() { e.Scan(&snap) })
+	// Two parallel phases of two workers: closures and goroutines.
+	t.Logf("%.1f allocations per tick", n)
+	if n > 8 {
+		t.Errorf("a steady tick allocates %.1f times, want at most 8", n)
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/memwho/memwho/internal/testload"
 )
 
-func startLoad(t *testing.T, n int, spec testload.Spec) *testload.Group {
+func startLoad(t testing.TB, n int, spec testload.Spec) *testload.Group {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/testload"
+)
+
+// BenchmarkTick measures ticks over testload children that do not change
+// (MEMWHO_BENCH_PROCS of them, default 1000): the steady cost of the
+// agent between forced walks, with and without TCP counting, against a
+// full walk (ForceFull) and a report's scan.
+func BenchmarkTick(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("MEMWHO_BENCH_PROCS")); err == nil && v > 0 {
+		n = v
+	}
+	g := startLoad(b, n, testload.Spec{Private: 256 << 10})
+	for _, bc := range []struct {
+		name string
+		opt  Options
+		full bool
+	}{
+		{"steady", Options{FullEvery: 1 << 30}, false},
+		{"steady-conns", Options{FullEvery: 1 << 30, Conns: true}, false},
+		{"full", Options{}, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			opt := bc.opt
+			opt.PIDs = g.PIDs
+			e, err := New(opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			var snap sample.Snapshot
+			e.Scan(&snap)
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.full {
+					e.ForceFull()
+				}
+				e.Scan(&snap)
+			}
+		})
+	}
+	b.Run("report-scan", func(b *testing.B) {
+		sc, err := sample.NewScanner(sample.Options{Root: "/proc", PIDs: g.PIDs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sc.Close()
+		var snap sample.Snapshot
+		b.ReportAllocs()
+		for b.Loop() {
+			sc.Scan(&snap)
+		}
+	})
+}
