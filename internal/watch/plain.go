@@ -61,8 +61,8 @@ func KeyHeader(by sample.By) string {
 // leak suspect. Snapshots are separated by a blank line. It returns after
 // opt.Count snapshots, or nil when ctx is cancelled.
 //
-// warn, when not nil, is called with the first snapshot, for the
-// caller's warnings about estimates.
+// warn, when not nil, is called with the first snapshot once it is
+// written, for the caller's warnings about estimates.
 func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
 	t := NewTracker(opt.Config, opt.By)
 	var (
@@ -92,12 +92,12 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 			return fmt.Errorf("scan: %w", err)
 		}
 		t.AddSampled(&snap, readTimes(s, &snap))
-		if i == 0 && warn != nil {
-			warn(&snap)
-		}
 		buf = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("write output: %w", err)
+		}
+		if i == 0 && warn != nil {
+			warn(&snap) // after the table, as the report does
 		}
 	}
 	return nil
