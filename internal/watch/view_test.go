@@ -162,6 +162,16 @@ func TestViewResize(t *testing.T) {
 			t.Errorf("width %d: no Program column", w)
 		}
 	}
+	// Tiny terminals: nothing panics, nothing overflows.
+	for w := 1; w <= 20; w++ {
+		for h := 1; h <= 6; h++ {
+			for _, keys := range [][]string{nil, {"?"}, {"/", "(x"}} {
+				tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+				mm, _ := press(tm.(Model), keys...)
+				checkScreen(t, mm.View().Content, w, h, false)
+			}
+		}
+	}
 	// Resizing never loses history.
 	tm, _ := m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
 	if s := tm.(Model).View().Content; !strings.Contains(s, "+60.0") {
@@ -215,5 +225,24 @@ func TestViewHeldBack(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+func TestViewWideNames(t *testing.T) {
+	// Double-width characters and combining marks are measured in cells,
+	// so a cut name never pushes a row past the edge.
+	procs := []proc{
+		{pid: 1, name: "数据库服务器进程名字很长的程序数据库服务器", ram: constant(miB)},
+		{pid: 2, name: "e\u0301\u0301\u0301tude-accentue\u0301e-tre\u0300s-longue-aussi", ram: constant(2 * miB)},
+		{pid: 3, name: "🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘🐘", ram: constant(3 * miB)},
+	}
+	for _, w := range []int{40, 63, 64, 80, 81, 120} {
+		m := NewModel(nil, Options{Interval: time.Second})
+		tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: 12})
+		m = tm.(Model)
+		for i := range 3 {
+			m.Add(snapshot(i, time.Second, procs))
+		}
+		checkScreen(t, m.View().Content, w, 12, false)
 	}
 }
