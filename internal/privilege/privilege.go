@@ -36,6 +36,7 @@
 package privilege
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -43,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
@@ -142,8 +144,9 @@ func Start() (State, bool) {
 //     (clearing everything when keep is empty) and clears the inheritable
 //     and ambient sets;
 //   - sets no_new_privs, so nothing executed later could gain privilege;
-//   - when keep is not empty, removes environment variables outside a
-//     short allowlist (see [SanitizeEnv]).
+//   - when keep is not empty and the exec gained privilege ([SecureExec]),
+//     removes environment variables outside a short allowlist (see
+//     [SanitizeEnv]).
 //
 // It then checks the result and fails if any thread kept more than keep.
 // It returns the state found at start.
@@ -176,7 +179,12 @@ func Setup(keep ...cap.Value) (State, error) {
 	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return s, fmt.Errorf("set no_new_privs: %w", err)
 	}
-	if len(keep) > 0 {
+	// The environment is untrusted when the exec itself crossed a
+	// privilege boundary (file capabilities, setuid): the kernel then
+	// sets AT_SECURE, the same test glibc's secure_getenv makes. Ambient
+	// capabilities given by systemd do not set it: there the environment
+	// is the admin's unit file, and stays.
+	if len(keep) > 0 && SecureExec() {
 		SanitizeEnv()
 	}
 	return s, verify(s, mask(keep))
@@ -395,4 +403,42 @@ func termName(v string) bool {
 		}
 	}
 	return !strings.Contains(v, "..")
+}
+
+// atSecure is the auxiliary vector key of the kernel's secure-exec flag
+// (linux/auxvec.h).
+const atSecure = 23
+
+// SecureExec reports whether the kernel flagged this exec as gaining
+// privilege (AT_SECURE in the auxiliary vector): a setuid or setgid
+// binary, or file capabilities beyond the ambient set. When the vector
+// cannot be read it answers true, the careful choice.
+func SecureExec() bool {
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return true
+	}
+	v, ok := auxvValue(b, atSecure, int(unsafe.Sizeof(uintptr(0))))
+	return !ok || v != 0
+}
+
+// auxvValue finds key in an auxiliary vector of native-endian word pairs.
+func auxvValue(b []byte, key uint64, word int) (uint64, bool) {
+	get := func(p []byte) uint64 {
+		if word == 4 {
+			return uint64(binary.NativeEndian.Uint32(p))
+		}
+		return binary.NativeEndian.Uint64(p)
+	}
+	for len(b) >= 2*word {
+		k, v := get(b), get(b[word:])
+		b = b[2*word:]
+		if k == key {
+			return v, true
+		}
+		if k == 0 { // AT_NULL ends the vector
+			break
+		}
+	}
+	return 0, false
 }

@@ -2,6 +2,7 @@ package privilege
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,6 +46,7 @@ func helperMain(args []string) int {
 		return 1
 	}
 	fmt.Println("elevated:", Elevated())
+	fmt.Println("secure:", SecureExec())
 	switch args[0] {
 	case "open":
 		if f, err := os.Open(args[1]); err != nil {
@@ -103,6 +105,9 @@ func helperMain(args []string) int {
 		fmt.Println("why:", r.Why)
 		r.Close()
 	case "env":
+		if !SecureExec() {
+			SanitizeEnv() // what Setup does after a privilege-gaining exec
+		}
 		env := os.Environ()
 		slices.Sort(env)
 		for _, kv := range env {
@@ -332,7 +337,11 @@ func TestSetupAndDropAll(t *testing.T) {
 }
 
 // TestSanitizeEnv: an elevated process that keeps capabilities keeps
-// only presentation variables.
+// only presentation variables, when its exec gained privilege. The helper
+// runs with ambient capabilities, which the kernel does not count as
+// gaining privilege (no AT_SECURE: the systemd case), so SanitizeEnv is
+// called directly by the "env" helper after Setup; TestSecureExec covers
+// the decision.
 func TestSanitizeEnv(t *testing.T) {
 	t.Setenv("PGPASSFILE", "/root/.pgpass")
 	t.Setenv("SSL_CERT_FILE", "/etc/shadow")
@@ -352,6 +361,35 @@ func TestSanitizeEnv(t *testing.T) {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%s was removed:\n%s", kept, got)
 		}
+	}
+}
+
+// TestSecureExec: ambient capabilities (systemd's route) are not a
+// secure exec; the test process itself is not either.
+func TestSecureExec(t *testing.T) {
+	if SecureExec() {
+		t.Errorf("SecureExec() = true for the test process")
+	}
+	res := runHelper(t, false, "open", "/")
+	if got := one(t, res, "secure"); got != "false" {
+		t.Errorf("SecureExec() = %s with ambient capabilities, want false", got)
+	}
+}
+
+func TestAuxvValue(t *testing.T) {
+	var b []byte
+	for _, kv := range [][2]uint64{{6, 4096}, {23, 1}, {0, 0}, {23, 7}} {
+		b = binary.NativeEndian.AppendUint64(b, kv[0])
+		b = binary.NativeEndian.AppendUint64(b, kv[1])
+	}
+	if v, ok := auxvValue(b, 23, 8); !ok || v != 1 {
+		t.Errorf("auxvValue(AT_SECURE) = %d, %v; want 1, true", v, ok)
+	}
+	if _, ok := auxvValue(b, 99, 8); ok {
+		t.Error("found a key past AT_NULL")
+	}
+	if _, ok := auxvValue(b[:20], 23, 8); ok {
+		t.Error("found a key in a truncated vector")
 	}
 }
 
