@@ -98,7 +98,14 @@ func TestWatchInTmux(t *testing.T) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	s := &tmuxSession{t: t, tmux: tmux, sock: "memwho-test-" + hex.EncodeToString(rnd[:])}
-	t.Cleanup(func() { s.run("kill-server") })
+	t.Cleanup(func() {
+		// tmux leaves its socket file behind when the server is killed.
+		sp, _ := s.run("display-message", "-p", "#{socket_path}")
+		s.run("kill-server")
+		if sp = strings.TrimSpace(sp); strings.Contains(sp, s.sock) {
+			os.Remove(sp)
+		}
+	})
 
 	// The shell waits for a line before starting memwho, so that
 	// pipe-pane records everything memwho writes to the terminal.
