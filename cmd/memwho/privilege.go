@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/memwho/memwho/internal/privilege"
@@ -21,7 +22,10 @@ var scanCaps = map[string][]cap.Value{
 	"report": privilege.ScanCaps,
 	"serve":  privilege.FDWalkCaps,
 	"watch":  privilege.FDWalkCaps,
-	"record": privilege.FDWalkCaps,
+	// record walks no /proc/PID/fd, and the SQLite file and spool it
+	// opens by path must be checked as the user: CAP_DAC_READ_SEARCH
+	// would let it read a database only root may read.
+	"record": privilege.ScanCaps,
 }
 
 // pathFlags lists, for the scanning subcommands that open a path flag's
@@ -40,7 +44,12 @@ var pathFlags = map[string]map[string]string{
 // capsFor picks the capabilities for a command line the way run picks
 // the subcommand: no argument or a flag first means report.
 func capsFor(args []string) []cap.Value {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "report" {
+		// The TCP column walks /proc/PID/fd, which needs both
+		// capabilities; the report drops them all after its scan.
+		if slices.ContainsFunc(args, func(a string) bool { return a == "--conns" || a == "-conns" }) {
+			return privilege.FDWalkCaps
+		}
 		return scanCaps["report"]
 	}
 	if c, ok := scanCaps[args[0]]; ok {

@@ -190,7 +190,9 @@ func TestCapsFor(t *testing.T) {
 		{[]string{"watch", "--proc=/tmp/fake"}, nil},
 		{[]string{"watch", "--proc"}, nil},
 		{[]string{"record", "--db", "h.db", "--cgroup-root", "/tmp/cg"}, nil},
-		{[]string{"record", "--db", "h.db"}, []cap.Value{cap.SYS_PTRACE, cap.DAC_READ_SEARCH}},
+		{[]string{"record", "--db", "h.db"}, []cap.Value{cap.SYS_PTRACE}},
+		{[]string{"--conns"}, []cap.Value{cap.SYS_PTRACE, cap.DAC_READ_SEARCH}},
+		{[]string{"report", "--by", "user", "--conns"}, []cap.Value{cap.SYS_PTRACE, cap.DAC_READ_SEARCH}},
 		// Report checks --proc itself (openProcRoot).
 		{[]string{"report", "--proc", "/tmp/fake"}, []cap.Value{cap.SYS_PTRACE}},
 		{[]string{"version"}, nil},
