@@ -365,7 +365,13 @@ func warn(stderr io.Writer, snap *sample.Snapshot, fast bool) {
 	if snap.Denied > 0 && !fast {
 		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
 			snap.Denied, len(snap.Procs))
-		fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
+		if os.Geteuid() == 0 {
+			// Root is refused only across a boundary: a process in
+			// another user namespace, or one a security module guards.
+			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
+		} else {
+			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
+		}
 	}
 	if snap.Malformed > 0 {
 		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", snap.Malformed, plural(snap.Malformed, "process had", "processes had"))

@@ -73,7 +73,7 @@ func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.
 			buf = append(buf, "exact figures were not read (--fast)"...)
 		case snap != nil && (snap.Denied > 0 || snap.Malformed > 0):
 			if snap.Denied > 0 {
-				buf = append(buf, "permission denied for the page-table walk (smaps_rollup); run as root for exact figures"...)
+				buf = append(buf, "permission denied for the page-table walk (smaps_rollup)"...)
 			}
 			if snap.Denied > 0 && snap.Malformed > 0 {
 				buf = append(buf, "; "...)
