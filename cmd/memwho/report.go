@@ -48,7 +48,7 @@ Flags:
                     and CAP_SYS_PTRACE, for other users' processes)
   --proc DIR        read the procfs tree at DIR (default /proc)
   --cpuprofile FILE write a CPU profile of the run to FILE
-  --memprofile FILE write a heap profile at the end of the run to FILE
+  --memprofile FILE write an allocation profile (every allocation) to FILE
   --sandbox         confine memwho with Landlock before the scan: read-only
                     access to the procfs tree, no network (see docs/safe.md)
   --version         print the version
