@@ -2,23 +2,47 @@ package sample
 
 import "github.com/memwho/memwho/internal/proc"
 
-// This file exports the pieces of a scan that the sampling engine
-// (internal/engine) reuses, so that a process read by the engine gets
-// exactly the figures and names a report would give it.
+// This file holds the figure rules a scan applies, exported so that the
+// sampling engine (internal/engine) gives a process exactly the figures a
+// report would.
 
-// ExactFigures fills p's RAM, Private, Shared, Swap and Accuracy from a
-// smaps_rollup (or summed smaps), as a report does.
-func ExactFigures(p *Process, ru *proc.Rollup) { setExact(p, ru) }
+// ExactFigures fills p's figures from smaps_rollup (or summed smaps), as
+// a report does. Hugetlb pages are not in Pss, so private huge pages are
+// added to RAM and Private; shared huge pages cannot be divided among
+// their users and are left out (the --system footer shows the host's huge
+// page pools).
+func ExactFigures(p *Process, ru *proc.Rollup) {
+	p.Accuracy = Exact
+	p.RAM = ru.Pss + ru.PrivateHugetlb
+	p.Private = ru.PrivateClean + ru.PrivateDirty + ru.PrivateHugetlb
+	// Private pages are counted in full in Pss, so Private <= RAM; the
+	// guard keeps a kernel oddity from wrapping the unsigned subtraction.
+	if p.Private > p.RAM {
+		p.Private = p.RAM
+	}
+	p.Shared = p.RAM - p.Private
+	if ru.HasSwapPss {
+		p.Swap = ru.SwapPss
+	} else {
+		p.Swap = ru.Swap
+		p.SwapPssMissing = true
+	}
+}
 
-// EstimateFigures fills p's figures from status (RSS-based estimates), as
-// a report does when the page-table walk is refused or --fast is given.
-func EstimateFigures(p *Process, ss *proc.Status) { setEstimate(p, ss) }
-
-// IsInterpreter reports whether exe (a basename) is a script interpreter
-// whose command line names the program (python3, bash, node...).
-func IsInterpreter(exe string) bool { return isInterpreter(exe) }
-
-// ScriptOf returns the basename of the script the interpreter exe runs,
-// given its NUL-separated /proc/PID/cmdline, or nil when it runs none.
-// The result aliases cmdline.
-func ScriptOf(exe string, cmdline []byte) []byte { return scriptOf(exe, cmdline) }
+// EstimateFigures fills p's figures from status, as a report does when
+// the page-table walk is refused or --fast is given. RSS counts every
+// shared page in full, so sums over processes overstate Shared and RAM.
+func EstimateFigures(p *Process, ss *proc.Status) {
+	p.Accuracy = Estimate
+	p.RAM = ss.VmRSS
+	p.Private = ss.RssAnon
+	p.Shared = ss.RssFile + ss.RssShmem
+	if p.Private+p.Shared != p.RAM {
+		// Kernels before 4.5 have no RssAnon/RssFile/RssShmem split.
+		if p.Private > p.RAM {
+			p.Private = p.RAM
+		}
+		p.Shared = p.RAM - p.Private
+	}
+	p.Swap = ss.VmSwap
+}

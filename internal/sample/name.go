@@ -79,7 +79,9 @@ var interpreters = []string{
 	"bash", "sh", "dash", "zsh", "ksh", "fish", "tclsh", "Rscript", "deno", "bun",
 }
 
-func isInterpreter(exe string) bool {
+// IsInterpreter reports whether exe (a basename) is a script interpreter
+// whose command line names the program (python3, bash, node...).
+func IsInterpreter(exe string) bool {
 	if exe == "" {
 		return false
 	}
@@ -96,11 +98,11 @@ func isInterpreter(exe string) bool {
 	return false
 }
 
-// scriptOf returns the basename of the script an interpreter runs, given
+// ScriptOf returns the basename of the script an interpreter runs, given
 // its NUL-separated command line, or nil when it runs none (an
 // interactive shell, "python3 -c ...", a REPL). For "python3 -m mod" it
 // returns "mod".
-func scriptOf(exe string, cmdline []byte) []byte {
+func ScriptOf(exe string, cmdline []byte) []byte {
 	args := cmdline
 	first := true
 	for len(args) > 0 {

@@ -43,8 +43,8 @@ func TestScriptOf(t *testing.T) {
 		{"perl", "perl\x00-e\x00print 1\x00", ""},
 		{"ruby", "ruby\x00--\x00script.rb\x00", "script.rb"},
 	} {
-		if got := string(scriptOf(tc.exe, []byte(tc.cmdline))); got != tc.want {
-			t.Errorf("scriptOf(%q, %q) = %q, want %q", tc.exe, tc.cmdline, got, tc.want)
+		if got := string(ScriptOf(tc.exe, []byte(tc.cmdline))); got != tc.want {
+			t.Errorf("ScriptOf(%q, %q) = %q, want %q", tc.exe, tc.cmdline, got, tc.want)
 		}
 	}
 }
@@ -54,8 +54,8 @@ func TestIsInterpreter(t *testing.T) {
 		"python3.11": true, "python": true, "perl5.36.0": true, "bash": true, "sh": true, "node": true,
 		"shred": false, "nodemon": false, "sshd": false, "": false, "pythonista": false,
 	} {
-		if got := isInterpreter(exe); got != want {
-			t.Errorf("isInterpreter(%q) = %v, want %v", exe, got, want)
+		if got := IsInterpreter(exe); got != want {
+			t.Errorf("IsInterpreter(%q) = %v, want %v", exe, got, want)
 		}
 	}
 }
@@ -64,6 +64,6 @@ func FuzzScriptOf(f *testing.F) {
 	f.Add("python3", "python3\x00-m\x00")
 	f.Add("bash", "bash\x00--\x00")
 	f.Fuzz(func(t *testing.T, exe, cmdline string) {
-		scriptOf(exe, []byte(cmdline))
+		ScriptOf(exe, []byte(cmdline))
 	})
 }

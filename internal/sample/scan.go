@@ -233,7 +233,7 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 		switch {
 		case err == nil:
 			result = okExact
-			setExact(p, &w.ru)
+			ExactFigures(p, &w.ru)
 		case err == proc.ErrNoMM:
 			// Kernel threads and zombies have no address space.
 			return skipKernel
@@ -264,7 +264,7 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 		p.PPID, havePPID = w.ss.PPid, true
 		p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
 		if result != okExact {
-			setEstimate(p, &w.ss)
+			EstimateFigures(p, &w.ss)
 		}
 	} else if !s.opt.NoNames {
 		comm, err := r.Comm()
@@ -308,9 +308,9 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 		}
 	}
 
-	if isInterpreter(p.Exe) {
+	if IsInterpreter(p.Exe) {
 		if cl, err := r.Cmdline(); err == nil {
-			p.Script = w.intern(scriptOf(p.Exe, cl))
+			p.Script = w.intern(ScriptOf(p.Exe, cl))
 		}
 	}
 	return s.readCgroup(w, p, result)
@@ -341,45 +341,6 @@ func (s *Scanner) readCgroup(w *worker, p *Process, result outcome) outcome {
 		}
 	}
 	return result
-}
-
-// setExact fills p's figures from smaps_rollup. Hugetlb pages are not in
-// Pss, so private huge pages are added to RAM and Private; shared huge
-// pages cannot be divided among their users and are left out (the
-// --system footer shows the host's huge page pools).
-func setExact(p *Process, ru *proc.Rollup) {
-	p.Accuracy = Exact
-	p.RAM = ru.Pss + ru.PrivateHugetlb
-	p.Private = ru.PrivateClean + ru.PrivateDirty + ru.PrivateHugetlb
-	// Private pages are counted in full in Pss, so Private <= RAM; the
-	// guard keeps a kernel oddity from wrapping the unsigned subtraction.
-	if p.Private > p.RAM {
-		p.Private = p.RAM
-	}
-	p.Shared = p.RAM - p.Private
-	if ru.HasSwapPss {
-		p.Swap = ru.SwapPss
-	} else {
-		p.Swap = ru.Swap
-		p.SwapPssMissing = true
-	}
-}
-
-// setEstimate fills p's figures from status: RSS counts every shared page
-// in full, so sums over processes overstate Shared and RAM.
-func setEstimate(p *Process, ss *proc.Status) {
-	p.Accuracy = Estimate
-	p.RAM = ss.VmRSS
-	p.Private = ss.RssAnon
-	p.Shared = ss.RssFile + ss.RssShmem
-	if p.Private+p.Shared != p.RAM {
-		// Kernels before 4.5 have no RssAnon/RssFile/RssShmem split.
-		if p.Private > p.RAM {
-			p.Private = p.RAM
-		}
-		p.Shared = p.RAM - p.Private
-	}
-	p.Swap = ss.VmSwap
 }
 
 // intern returns b as a string, sharing one copy per distinct value so
