@@ -169,20 +169,11 @@ func parseAgo(s string) (time.Duration, error) {
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memwho export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, exportUsage) }
+	fs := newFlagSet("memwho export", exportUsage, stderr)
 	var f exportFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, exportUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, exportUsage, args, stdout); err != nil {
+		return err
 	}
 	plan, err := f.plan(time.Now())
 	if err != nil {

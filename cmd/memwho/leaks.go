@@ -135,20 +135,11 @@ func (f *leaksFlags) plan(now time.Time) (*leaksPlan, error) {
 }
 
 func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memwho leaks", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, leaksUsage) }
+	fs := newFlagSet("memwho leaks", leaksUsage, stderr)
 	var f leaksFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, leaksUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, leaksUsage, args, stdout); err != nil {
+		return err
 	}
 	plan, err := f.plan(time.Now())
 	if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -85,6 +86,32 @@ func printCommands(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+}
+
+// newFlagSet returns the flag set of a subcommand: flag errors and -h go to
+// stderr with usage.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fs
+}
+
+// parseFlags parses a subcommand's arguments. --help prints usage to
+// stdout and returns errHelp; a bad flag, already reported by the flag
+// package, returns errFlagParse; a stray argument is a usage error.
+func parseFlags(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, usage)
+			return errHelp
+		}
+		return errFlagParse
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
 }
 
 // exitCode prints err as one "memwho: error:" line (plus hints) and maps

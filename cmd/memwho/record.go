@@ -219,20 +219,11 @@ type recordScanner interface {
 var newRecordScanner = func(opt sample.Options) (recordScanner, error) { return sample.NewScanner(opt) }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("memwho record", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, recordUsage) }
+	fs := newFlagSet("memwho record", recordUsage, stderr)
 	var f recordFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, recordUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, recordUsage, args, stdout); err != nil {
+		return err
 	}
 	plan, err := f.plan()
 	if err != nil {

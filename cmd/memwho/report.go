@@ -193,20 +193,11 @@ func lookupUser(s string) (uint32, error) {
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memwho", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, reportUsage) }
+	fs := newFlagSet("memwho", reportUsage, stderr)
 	var f reportFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, reportUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, reportUsage, args, stdout); err != nil {
+		return err
 	}
 	plan, err := f.plan()
 	if err != nil {

@@ -118,23 +118,14 @@ func applyEnv(fs *flag.FlagSet) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memwho serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage) }
+	fs := newFlagSet("memwho serve", serveUsage, stderr)
 	var f serveFlags
 	f.register(fs)
 	if err := applyEnv(fs); err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, serveUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, serveUsage, args, stdout); err != nil {
+		return err
 	}
 	opt, err := f.options()
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -63,9 +62,7 @@ Examples:
 `
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("memwho watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, watchUsage) }
+	fs := newFlagSet("memwho watch", watchUsage, stderr)
 	var (
 		interval                time.Duration
 		by, filter, sortCol, pr string
@@ -81,15 +78,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&fast, "fast", false, "")
 	fs.BoolVar(&conns, "conns", false, "")
 	fs.StringVar(&pr, "proc", "/proc", "")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, watchUsage)
-			return errHelp
-		}
-		return errFlagParse
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, watchUsage, args, stdout); err != nil {
+		return err
 	}
 	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns}
 	var err error
