@@ -15,9 +15,10 @@
 # sample (70 processes, 20 programs, 5 users, 5 cgroups), 4 hosts, one
 # sample every 10 s per host.
 #
-# Reported per run: wall time, rows/s, MB/s of CSV (uncompressed, 10^6
-# bytes), output size, and peak RSS ("Maximum resident set size" of
-# /usr/bin/time -v, KiB). The outputs of memwho and psql are compared
+# Reported per run: wall time, CPU time of the client side (user + system
+# of memwho, or of psql/sqlite3 and gzip together; not the PostgreSQL
+# server's), rows/s, MB/s of CSV (uncompressed, 10^6 bytes), output size,
+# and peak RSS ("Maximum resident set size" of /usr/bin/time -v). The outputs of memwho and psql are compared
 # after gunzip: they must be the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,10 +116,12 @@ measure() {
   local wall
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$work/time.$name")
   rss[$name]=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.$name")
+  local cpu
+  cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ {s += $2} END {print s}' "$work/time.$name")
   [ -n "${csvbytes:-}" ] || csvbytes=$(stat -c %s "$out")
   local line
-  line=$(awk -v n="$name" -v w="$wall" -v r="$rows" -v b="$csvbytes" -v o="$(stat -c %s "$out")" -v rss="${rss[$name]}" 'BEGIN {
-    printf "%-20s %7.1f s %10.0f rows/s %7.1f MB/s CSV %8.1f MB out %7.1f MiB peak RSS", n, w, r / w, b / w / 1e6, o / 1e6, rss / 1024 }')
+  line=$(awk -v n="$name" -v w="$wall" -v c="$cpu" -v r="$rows" -v b="$csvbytes" -v o="$(stat -c %s "$out")" -v rss="${rss[$name]}" 'BEGIN {
+    printf "%-20s %7.1f s %7.1f s CPU %10.0f rows/s %7.1f MB/s CSV %8.1f MB out %7.1f MiB peak RSS", n, w, c, r / w, b / w / 1e6, o / 1e6, rss / 1024 }')
   echo "$line"
   results+="$line"$'\n'
 }
