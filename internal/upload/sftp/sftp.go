@@ -355,10 +355,11 @@ func (u *uploader) attempt(ctx context.Context, produce Producer) (int64, error)
 		return 0, err
 	}
 	fail := func(op string, err error) error {
-		if s.alive() {
-			// Best effort: the error we report is the one that matters.
-			s.c.Remove(tmp)
-		} else {
+		// Best effort: the error we report is the one that matters. When
+		// the connection is gone the removal fails (the SFTP client may
+		// see that before the SSH connection is marked dead): the next
+		// connection removes the file.
+		if rerr := s.c.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			u.stale = append(u.stale, tmp)
 		}
 		return &Error{Op: op, Transient: !s.alive() || transient(err), Err: err}
@@ -461,11 +462,12 @@ func tempName(final string) (string, error) {
 	return dir + base + ".tmp-" + hex.EncodeToString(b[:]), nil
 }
 
-// removeStaleOn removes the temporary files of earlier attempts.
+// removeStaleOn removes the temporary files of earlier attempts; those it
+// cannot remove stay on the list for the next connection.
 func (u *uploader) removeStaleOn(s *session) {
 	kept := u.stale[:0]
 	for _, p := range u.stale {
-		if err := s.c.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && !s.alive() {
+		if err := s.c.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			kept = append(kept, p)
 		}
 	}
