@@ -83,7 +83,6 @@ package engine
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -657,23 +656,8 @@ func (e *Engine) parallel(idx []int32, f func(w *worker, rc *record)) {
 	if n == 0 {
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	nw := min(len(e.workers), n)
-	for k := range nw {
-		w := e.workers[k]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j := int(next.Add(1) - 1)
-				if j >= n {
-					return
-				}
-				f(w, &e.recs[idx[j]])
-				w.r.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	sample.ForEach(e.workers, n, func(w *worker, j int) {
+		f(w, &e.recs[idx[j]])
+		w.r.Close()
+	})
 }

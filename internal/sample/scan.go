@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -134,25 +133,10 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 	}
 	s.kinds = s.kinds[:n]
 
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	nw := min(len(s.workers), n)
-	for i := range nw {
-		w := s.workers[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j := int(next.Add(1) - 1)
-				if j >= n {
-					return
-				}
-				s.kinds[j] = s.readOne(w, s.pids[j], &slots[j])
-				w.r.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	ForEach(s.workers, n, func(w *worker, j int) {
+		s.kinds[j] = s.readOne(w, s.pids[j], &slots[j])
+		w.r.Close()
+	})
 
 	k := 0
 	for j := range n {
