@@ -361,8 +361,11 @@ func (e *privEnv) checkExact(t *testing.T, extra ...string) {
 	if g.RAM+pssSlack < min(pss1, pss2) || g.RAM > max(pss1, pss2)+pssSlack {
 		t.Errorf("ram_bytes %d, smaps_rollup Pss read by root %d and %d (±%d)", g.RAM, pss1, pss2, pssSlack)
 	}
-	if g.Private < min(priv1, priv2) || g.Private > max(priv1, priv2) {
-		t.Errorf("private_bytes %d, smaps_rollup Private_* read by root %d and %d", g.Private, priv1, priv2)
+	// Private moves less, but the target is a Go program whose runtime
+	// may touch or return a few pages of its own at any time (once, with
+	// 3000 other processes running, by 24 KiB in the middle of the run).
+	if g.Private+pssSlack < min(priv1, priv2) || g.Private > max(priv1, priv2)+pssSlack {
+		t.Errorf("private_bytes %d, smaps_rollup Private_* read by root %d and %d (±%d)", g.Private, priv1, priv2, pssSlack)
 	}
 	if stderr != "" {
 		t.Errorf("unexpected stderr: %q", stderr)

@@ -41,8 +41,8 @@ Flags:
   --system          compare the total with /proc/meminfo
   --json            JSON output (bytes, with an accuracy flag per value)
   --csv             CSV output (bytes, with an accuracy flag per value)
-  --fast            read only /proc/PID/status: RSS-based estimates, no
-                    page-table walk
+  --fast            read only /proc/PID/status: RSS-based estimates named
+                    by task name, no page-table walk
   --conns           add a TCP column: ESTABLISHED connections per group
                     (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH
                     and CAP_SYS_PTRACE, for other users' processes)

@@ -116,6 +116,22 @@ func (e *Engine) check(w *worker, rc *record) {
 	rc.execed = rc.now.ok && rc.now.text != rc.ref.text
 }
 
+// readExe fills the executable's basename and whether it was deleted.
+func (e *Engine) readExe(w *worker, p *sample.Process) {
+	link, err := w.r.Exe(w.link[:0])
+	if err != nil {
+		return
+	}
+	if bytes.HasSuffix(link, []byte(" (deleted)")) {
+		link = link[:len(link)-len(" (deleted)")]
+		p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+	}
+	if i := bytes.LastIndexByte(link, '/'); i >= 0 {
+		link = link[i+1:]
+	}
+	p.Exe = w.intern(link)
+}
+
 // readNew reads a process seen for the first time (or whose PID was
 // reused) in full, as a report reads it.
 func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
@@ -284,15 +300,10 @@ named:
 	if names {
 		rc.namesRead = true
 		p.Exe, p.ExeDeleted, p.Script = "", false, ""
-		if link, err := r.Exe(w.link[:0]); err == nil {
-			if bytes.HasSuffix(link, []byte(" (deleted)")) {
-				link = link[:len(link)-len(" (deleted)")]
-				p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
-			}
-			if i := bytes.LastIndexByte(link, '/'); i >= 0 {
-				link = link[i+1:]
-			}
-			p.Exe = w.intern(link)
+		// --fast reads status alone, as a report's does: the task name
+		// names the program, and with no exe there is no script either.
+		if !e.opt.Fast {
+			e.readExe(w, p)
 		}
 		if sample.IsInterpreter(p.Exe) {
 			if cl, err := r.Cmdline(); err == nil {

@@ -228,6 +228,62 @@ func TestLivePIDReuseSafe(t *testing.T) {
 	}
 }
 
+// TestLiveHeldAfterReuse is the guarantee Hold gives: once the process a
+// held file was opened for is reaped, reading the file fails, even when
+// another process has taken its PID and reads by path see that one.
+func TestLiveHeldAfterReuse(t *testing.T) {
+	fs := openLive(t)
+	a := exec.Command("sleep", "600")
+	if err := a.Start(); err != nil {
+		t.Skip(err)
+	}
+	pid := a.Process.Pid
+	r := fs.NewReader()
+	defer r.Close()
+	r.Select(pid)
+	if err := r.Hold("smaps_rollup\x00"); err != nil {
+		t.Fatal(err)
+	}
+	a.Process.Kill()
+	a.Wait()
+
+	// Give the PID to a new process when root may steer the next PID;
+	// other forks on the host race for it, so try a few times.
+	reused := false
+	if os.Geteuid() == 0 {
+		for try := 0; try < 50 && !reused; try++ {
+			if os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(itoa(pid-1)), 0) != nil {
+				break
+			}
+			b := exec.Command("sleep", "600")
+			if err := b.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if b.Process.Pid == pid {
+				reused = true
+				t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+			} else {
+				b.Process.Kill()
+				b.Wait()
+			}
+		}
+	}
+	if reused {
+		var st Stat
+		if err := r.Stat(&st); err != nil {
+			t.Fatalf("by path, the new process with pid %d: %v", pid, err)
+		}
+	} else {
+		t.Logf("pid %d not reused (not root, or taken by others): checking the reaped case only", pid)
+	}
+	var ru Rollup
+	switch err := r.SmapsRollupHeld(&ru); err {
+	case ErrGone, ErrNoMM:
+	default:
+		t.Errorf("held smaps_rollup after the process was reaped (reused %v): err = %v, figures %+v", reused, err, ru)
+	}
+}
+
 func TestLiveKernelThread(t *testing.T) {
 	fs := openLive(t)
 	r := fs.NewReader()
@@ -278,6 +334,14 @@ func TestNoAllocs(t *testing.T) {
 		{"SmapsRollup", func() { r.Open(pid); r.SmapsRollup(&ru); r.Close() }},
 		{"Smaps", func() { r.Open(pid); r.Smaps(&ru); r.Close() }},
 		{"Exe", func() { r.Open(pid); r.Exe(link); r.Close() }},
+		{"Hold+Comm+Exe+SmapsRollupHeld", func() {
+			r.Select(pid)
+			r.Hold("smaps_rollup\x00")
+			r.Comm()
+			r.Exe(link)
+			r.SmapsRollupHeld(&ru)
+			r.Close()
+		}},
 		{"Cgroup", func() { r.Open(pid); r.Cgroup(); r.Close() }},
 		{"Meminfo", func() { r.Meminfo(&mi) }},
 		{"PIDs", func() { pids, dbuf, _ = fs.PIDs(pids, dbuf) }},

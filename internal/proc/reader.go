@@ -12,7 +12,9 @@ type Reader struct {
 	fs    *FS
 	pidfd int
 	pid   int
-	buf   []byte
+	// held is a file of the selected process kept open by Hold, or -1.
+	held int
+	buf  []byte
 	// path holds "PID\x00" for Open, or "PID/" plus a file name for the
 	// reads of Select.
 	path   [40]byte
@@ -26,7 +28,7 @@ const direct = -2
 // NewReader returns a Reader for fs with a 4 KiB buffer, enough for status
 // and smaps_rollup of most processes; it grows when a file is larger.
 func (fs *FS) NewReader() *Reader {
-	return &Reader{fs: fs, pidfd: -1, buf: make([]byte, 4096)}
+	return &Reader{fs: fs, pidfd: -1, held: -1, buf: make([]byte, 4096)}
 }
 
 // Open opens the /proc/PID directory; every read until Close goes through
@@ -46,10 +48,9 @@ func (r *Reader) Open(pid int) error {
 
 // Select makes later reads open "PID/name" relative to the procfs root,
 // without holding the process directory open: two syscalls fewer per
-// process than Open, for callers that read a single file per process
-// (status for --fast). Unlike Open it gives no guarantee that two reads
-// see the same process if the PID is reused between them, and it does not
-// check that the process exists: the first read does.
+// process than Open. It does not check that the process exists: the first
+// read does. Reads by path alone may see two processes if the PID is
+// reused between them; pair them with Hold to rule that out.
 func (r *Reader) Select(pid int) {
 	r.Close()
 	p := appendInt(r.path[:0], pid)
@@ -70,12 +71,43 @@ func (r *Reader) at(dirfd int, name string) (int, *byte) {
 // PID returns the process Open last opened.
 func (r *Reader) PID() int { return r.pid }
 
-// Close closes the process directory, if one is open.
+// Close closes the process directory and the held file, if open.
 func (r *Reader) Close() {
 	if r.pidfd >= 0 {
 		syscall.Close(r.pidfd)
 		r.pidfd = -1
 	}
+	if r.held >= 0 {
+		syscall.Close(r.held)
+		r.held = -1
+	}
+}
+
+// Hold opens the file name (NUL-terminated, "smaps_rollup\x00") of the
+// process chosen by Select and keeps it open until Close, to be read last
+// with SmapsRollupHeld or SmapsHeld.
+//
+// This is how a scan that reads several files by path still never mixes
+// two processes, without the two syscalls of holding the directory: an
+// open /proc/PID file is bound to the process it was opened for, and
+// reading it once that process has been reaped fails (ESRCH). A PID is
+// reused only after its process is reaped. So when the held read comes
+// after every other read and succeeds, the process was alive from the
+// open to that read, and every read by path in between saw it.
+//
+// It returns ErrNotExist when the process or the file does not exist.
+func (r *Reader) Hold(name string) error {
+	if r.held >= 0 {
+		syscall.Close(r.held)
+		r.held = -1
+	}
+	dfd, path := r.at(r.pidfd, name)
+	fd, err := openat(dfd, path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY)
+	if err != nil {
+		return mapFileErrno(err)
+	}
+	r.held = fd
+	return nil
 }
 
 // ReadFile reads the file name (relative to the open process directory)
@@ -110,11 +142,29 @@ func (r *Reader) readFile(dirfd int, name string, single bool) ([]byte, error) {
 	if err != nil {
 		return nil, mapFileErrno(err)
 	}
+	b, err := r.readFD(fd, single)
+	syscall.Close(fd)
+	return b, err
+}
+
+// readHeld reads the file Hold opened, then closes it.
+func (r *Reader) readHeld(single bool) ([]byte, error) {
+	if r.held < 0 {
+		return nil, ErrGone
+	}
+	b, err := r.readFD(r.held, single)
+	syscall.Close(r.held)
+	r.held = -1
+	return b, err
+}
+
+// readFD reads fd from its current offset to the end into r.buf; see
+// readFile for single.
+func (r *Reader) readFD(fd int, single bool) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(r.buf) {
 			if len(r.buf) >= MaxFileSize {
-				syscall.Close(fd)
 				return nil, ErrTooLarge
 			}
 			// Grow and keep reading: seq_file hands out the rest of the
@@ -128,7 +178,6 @@ func (r *Reader) readFile(dirfd int, name string, single bool) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			syscall.Close(fd)
 			return nil, mapFileErrno(err)
 		}
 		if m == 0 {
@@ -139,7 +188,6 @@ func (r *Reader) readFile(dirfd int, name string, single bool) ([]byte, error) {
 			break
 		}
 	}
-	syscall.Close(fd)
 	return r.buf[:n], nil
 }
 

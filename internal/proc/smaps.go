@@ -41,6 +41,27 @@ func (r *Reader) SmapsRollup(out *Rollup) error {
 	return parseMemLines(b, out)
 }
 
+// SmapsRollupHeld reads the smaps_rollup that Hold opened into out, with
+// the errors of SmapsRollup.
+func (r *Reader) SmapsRollupHeld(out *Rollup) error {
+	b, err := r.readHeld(true)
+	if err != nil {
+		return err
+	}
+	*out = Rollup{}
+	return parseMemLines(b, out)
+}
+
+// SmapsHeld reads the smaps that Hold opened into out, like Smaps.
+func (r *Reader) SmapsHeld(out *Rollup) error {
+	b, err := r.readHeld(false)
+	if err != nil {
+		return err
+	}
+	*out = Rollup{}
+	return parseMemLines(b, out)
+}
+
 // Smaps reads /proc/PID/smaps of the open process and sums it per VMA into
 // out: the fallback for kernels without smaps_rollup, and the reference the
 // rollup is tested against.

@@ -179,24 +179,102 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 	return nil
 }
 
-// readOne reads one process into p. Every file is read through the same
-// /proc/PID directory descriptor, so all of p describes one process even
-// if its PID is reused meanwhile.
+// readOne reads one process into p, reading as little as the figures
+// need, because each extra file costs a fixed share of a small process's
+// smaps_rollup: the default report reads smaps_rollup, comm and the exe
+// link; stat only for processes that need their parent for naming (or when
+// start times are asked for); status only for estimates and uids.
 //
-// It reads as little as the figures need, because each extra file costs a
-// fixed share of a small process's smaps_rollup: the default report reads
-// smaps_rollup, comm and the exe link; stat only for processes that need
-// their parent for naming (or when start times are asked for); status
-// only for estimates and uids.
+// Nothing it keeps can mix two processes if a PID is reused meanwhile:
+// see readHeld and readDir.
 func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
+	if s.opt.Fast {
+		return s.readFast(w, pid, p)
+	}
+	if out, ok := s.readHeld(w, pid, p); ok {
+		return out
+	}
+	return s.readDir(w, pid, p)
+}
+
+// readFast is --fast: status alone, by path, for hosts where every
+// syscall counts. The task name in status names the program; there is no
+// exe link or command line to read, so interpreters show as themselves.
+// One read cannot mix two processes.
+func (s *Scanner) readFast(w *worker, pid int, p *Process) outcome {
+	if s.opt.NeedCgroup || s.opt.NeedStartTime {
+		// More than one file: hold the directory (see readDir).
+		return s.readDir(w, pid, p)
+	}
+	w.r.Select(pid)
+	*p = Process{PID: pid}
+	if out := s.readStatus(w, p, true); out != okExact {
+		return out
+	}
+	return okEstimate
+}
+
+// readHeld reads an exact process with smaps_rollup read last, through a
+// descriptor opened first and every other file read by path: a successful
+// final read proves they all saw one process (see proc.Reader.Hold), at
+// two syscalls fewer than holding the directory. ok is false when the
+// process has to be read again by readDir: its smaps_rollup was refused
+// or unreadable, and status-based estimates follow.
+func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool) {
 	r := w.r
-	if s.opt.Fast && !s.opt.NeedCgroup && !s.opt.NeedStartTime {
-		// --fast is for hosts where every syscall counts: read status and
-		// the exe link by path, without holding the directory open. A PID
-		// reused in the microseconds between the two reads could lend the
-		// row the new process's name, never its figures.
-		r.Select(pid)
-	} else if r.Open(pid) != nil {
+	r.Select(pid)
+	smaps := s.noRollup.Load()
+	var err error
+	if !smaps {
+		err = r.Hold("smaps_rollup\x00")
+		if err == proc.ErrNotExist {
+			// No smaps_rollup: a kernel before 4.14, or no process.
+			if err = r.Hold("smaps\x00"); err == nil {
+				smaps = true
+				s.noRollup.Store(true)
+			}
+		}
+	} else {
+		err = r.Hold("smaps\x00")
+	}
+	switch err {
+	case nil:
+	case proc.ErrNotExist, proc.ErrGone:
+		return skipGone, true
+	default:
+		return 0, false
+	}
+	*p = Process{PID: pid}
+	if out := s.readRest(w, p, false); out != okExact {
+		return out, true
+	}
+	if smaps {
+		err = r.SmapsHeld(&w.ru)
+	} else {
+		err = r.SmapsRollupHeld(&w.ru)
+	}
+	switch err {
+	case nil:
+		ExactFigures(p, &w.ru)
+		return okExact, true
+	case proc.ErrNoMM:
+		// Kernel threads and zombies have no address space; a process
+		// reaped since the open ends here too.
+		return skipKernel, true
+	case proc.ErrGone, proc.ErrNotExist:
+		return skipGone, true
+	}
+	return 0, false
+}
+
+// readDir reads a process through its /proc/PID directory descriptor,
+// which the kernel ties to the process it was opened for: if the PID is
+// reused meanwhile, reads through it fail rather than describe the new
+// process. It is the path for estimates, where smaps_rollup cannot come
+// last because it cannot be read at all.
+func (s *Scanner) readDir(w *worker, pid int, p *Process) outcome {
+	r := w.r
+	if r.Open(pid) != nil {
 		return skipGone
 	}
 	*p = Process{PID: pid}
@@ -231,25 +309,47 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			result = okDenied
 		}
 	}
+	if out := s.readRest(w, p, result != okExact); out != okExact {
+		return out
+	}
+	return result
+}
 
+// readStatus reads status into w.ss and fills what it holds: uid, parent,
+// task name and, with estimate set, the RSS-based figures. It returns
+// okExact to go on, or the outcome that drops the process.
+func (s *Scanner) readStatus(w *worker, p *Process, estimate bool) outcome {
+	switch err := w.r.Status(&w.ss); err {
+	case nil:
+	case proc.ErrGone:
+		return skipGone
+	default:
+		return skipBroken
+	}
+	if !w.ss.HasMM {
+		return skipKernel
+	}
+	p.UID, p.UIDKnown = w.ss.UID, true
+	p.PPID = w.ss.PPid
+	p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
+	if estimate {
+		EstimateFigures(p, &w.ss)
+	}
+	return okExact
+}
+
+// readRest reads everything but the figures: status when estimates or
+// uids need it (else comm), the exe link, stat when the parent or start
+// time is needed, the command line of interpreters, and the cgroup. It
+// returns okExact to go on, or the outcome that drops the process.
+func (s *Scanner) readRest(w *worker, p *Process, estimate bool) outcome {
+	r := w.r
 	havePPID := false
-	if result != okExact || s.opt.NeedUID {
-		switch err := r.Status(&w.ss); err {
-		case nil:
-		case proc.ErrGone:
-			return skipGone
-		default:
-			return skipBroken
+	if estimate || s.opt.NeedUID {
+		if out := s.readStatus(w, p, estimate); out != okExact {
+			return out
 		}
-		if !w.ss.HasMM {
-			return skipKernel
-		}
-		p.UID, p.UIDKnown = w.ss.UID, true
-		p.PPID, havePPID = w.ss.PPid, true
-		p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
-		if result != okExact {
-			EstimateFigures(p, &w.ss)
-		}
+		havePPID = true
 	} else if !s.opt.NoNames {
 		comm, err := r.Comm()
 		switch err {
@@ -268,19 +368,21 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 				return out
 			}
 		}
-		return s.readCgroup(w, p, result)
+		return s.readCgroup(w, p)
 	}
 
-	link, err := r.Exe(w.link[:0])
-	if err == nil {
-		if bytes.HasSuffix(link, []byte(" (deleted)")) {
-			link = link[:len(link)-len(" (deleted)")]
-			// A program run from a memfd (a sealed container runtime
-			// binary) is always "deleted"; only a file that was on disk
-			// can have been upgraded under a running process.
-			p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+	if !s.opt.Fast {
+		link, err := r.Exe(w.link[:0])
+		if err == nil {
+			if bytes.HasSuffix(link, []byte(" (deleted)")) {
+				link = link[:len(link)-len(" (deleted)")]
+				// A program run from a memfd (a sealed container runtime
+				// binary) is always "deleted"; only a file that was on
+				// disk can have been upgraded under a running process.
+				p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+			}
+			p.Exe = w.intern(basename(link))
 		}
-		p.Exe = w.intern(basename(link))
 	}
 
 	// ProgramName looks at the parent only when the executable's name does
@@ -297,7 +399,7 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 			p.Script = w.intern(ScriptOf(p.Exe, cl))
 		}
 	}
-	return s.readCgroup(w, p, result)
+	return s.readCgroup(w, p)
 }
 
 // readStat fills PPID and StartTime from stat. It returns okExact when the
@@ -317,14 +419,15 @@ func (s *Scanner) readStat(w *worker, p *Process) outcome {
 	return okExact
 }
 
-// readCgroup fills Cgroup when asked for and passes result through.
-func (s *Scanner) readCgroup(w *worker, p *Process, result outcome) outcome {
+// readCgroup fills Cgroup when asked for. It always returns okExact (go
+// on): a missing cgroup file leaves the group empty, it drops nothing.
+func (s *Scanner) readCgroup(w *worker, p *Process) outcome {
 	if s.opt.NeedCgroup {
 		if cg, err := w.r.Cgroup(); err == nil {
 			p.Cgroup = w.intern(cg)
 		}
 	}
-	return result
+	return okExact
 }
 
 // intern returns b as a string, sharing one copy per distinct value so
