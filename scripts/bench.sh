@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# bench.sh compares memwho's wall time and peak RSS with the floor reader
-# (cmd/memwho-floor: bare reads of every /proc/PID/smaps_rollup, or of
-# every status for --fast) while memwho-load keeps N processes alive.
+# bench.sh compares memwho's wall time, CPU time and peak RSS with the floor
+# reader (cmd/memwho-floor: bare reads of every /proc/PID/smaps_rollup; with
+# -names also comm and the exe link, which naming programs needs; with
+# -status every status, the floor of --fast) while memwho-load keeps N
+# processes alive. A last row per size times memwho --version against the
+# floor listing an empty directory: the fixed cost of starting each binary.
 # Not for CI: it starts thousands of processes and takes minutes. Run it as
 # root, or memwho falls back to estimates and compares with nothing useful.
 #
@@ -11,8 +14,8 @@
 #   SIZES="100 1000 3000"   numbers of load processes
 #   ROUNDS=3 RUNS=10        timing rounds, runs per command per round
 #   PRIVATE=2MiB FILE_SHARED=4MiB   memory per load process / shared file
-#   WORKERS=$(nproc)        goroutines of the parallel floor (memwho's
-#                           default is GOMAXPROCS, i.e. the same)
+#   WORKERS=2*nproc         goroutines of the floors (memwho's
+#                           scan uses 2 x GOMAXPROCS, i.e. the same)
 #   OUT=dir                 where to build the binaries (default: a temp dir)
 #   NO_HYPERFINE=1          time with the bash loop even if hyperfine exists
 #
@@ -26,7 +29,7 @@ ROUNDS=${ROUNDS:-3}
 RUNS=${RUNS:-10}
 PRIVATE=${PRIVATE:-2MiB}
 FILE_SHARED=${FILE_SHARED:-4MiB}
-WORKERS=${WORKERS:-$(nproc)}
+WORKERS=${WORKERS:-$((2 * $(nproc)))}
 
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d /tmp/memwho-bench.XXXXXX)
@@ -106,18 +109,25 @@ times_ms() {
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }' >>"$TMP/$name"
 }
 
-# The commands compared, as name=command line.
+# The commands compared, as name=command line. The floors run with as many
+# goroutines as memwho's scan (GOMAXPROCS): what they measure is the kernel's
+# share of the same work.
 COMMANDS=(
 	"memwho=$MEMWHO"
-	"floor=$FLOOR"
-	"floor_par=$FLOOR -parallel $WORKERS"
+	"floor=$FLOOR -parallel $WORKERS"
+	"floor_names=$FLOOR -names -parallel $WORKERS"
 	"memwho_fast=$MEMWHO --fast"
-	"floor_status=$FLOOR -status"
-	"floor_status_par=$FLOOR -status -parallel $WORKERS"
+	"floor_status=$FLOOR -status -parallel $WORKERS"
+	"startup=$MEMWHO --version"
+	"floor_startup=$FLOOR -root $TMP/empty"
 )
+mkdir -p "$TMP/empty"
 
+# measure: ROUNDS rounds of RUNS alternating runs of every command. Wall
+# times go to $TMP/t_NAME, one per run, and CPU (user + system, ms) to
+# $TMP/c_NAME, one mean per round with hyperfine or one per run without.
 measure() {
-	rm -f "$TMP"/t_*
+	rm -f "$TMP"/t_* "$TMP"/c_*
 	for round in $(seq "$ROUNDS"); do
 		log "  round $round/$ROUNDS"
 		if [[ -n $HYPERFINE ]]; then
@@ -129,18 +139,25 @@ measure() {
 				--export-json "$TMP/h.json" "${args[@]}" >/dev/null 2>&1
 			jq -r '.results[] | .command as $c | .times[] | "\($c) \(. * 1000)"' "$TMP/h.json" |
 				while read -r name ms; do echo "$ms" >>"$TMP/t_$name"; done
+			jq -r '.results[] | "\(.command) \((.user + .system) * 1000)"' "$TMP/h.json" |
+				while read -r name ms; do echo "$ms" >>"$TMP/c_$name"; done
 		else
 			for _ in $(seq "$RUNS"); do
 				for c in "${COMMANDS[@]}"; do
 					# shellcheck disable=SC2086 # the command line is split on purpose
 					times_ms "t_${c%%=*}" ${c#*=}
+					if [[ -n $TIME ]]; then
+						# shellcheck disable=SC2086
+						"$TIME" -f '%U %S' -o "$TMP/cpu.one" ${c#*=} >/dev/null 2>&1 || true
+						awk '{ printf "%.1f\n", ($1 + $2) * 1000 }' "$TMP/cpu.one" >>"$TMP/c_${c%%=*}"
+					fi
 				done
 			done
 		fi
 	done
 }
 
-mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "n/a" }' "$TMP/t_$1"; }
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "n/a" }' "$TMP/$1" 2>/dev/null || echo n/a; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 # peak_rss_mib CMD...: the largest maximum RSS over three runs, in MiB.
@@ -154,26 +171,12 @@ peak_rss_mib() {
 	awk -v k="$max" 'BEGIN { printf "%.1f", k / 1024 }'
 }
 
-# cpu_pass: RUNS alternating runs of memwho and the parallel floors under
-# /usr/bin/time, recording user+system CPU ms. CPU time is what our own
-# overhead adds, and it is less disturbed than wall time when the machine
-# is shared.
-cpu_pass() {
-	[[ -n $TIME ]] || return 0
-	rm -f "$TMP"/c_*
-	local names=(memwho floor_par memwho_fast floor_status_par) c name
-	for _ in $(seq "$RUNS"); do
-		for name in "${names[@]}"; do
-			for c in "${COMMANDS[@]}"; do
-				[[ ${c%%=*} == "$name" ]] || continue
-				# shellcheck disable=SC2086 # the command line is split on purpose
-				"$TIME" -f '%U %S' -o "$TMP/cpu.one" ${c#*=} >/dev/null 2>&1 || true
-				awk '{ printf "%.1f\n", ($1 + $2) * 1000 }' "$TMP/cpu.one" >>"$TMP/c_$name"
-			done
-		done
-	done
+# row MODE NAME FLOOR RSS FLOOR_RSS: one table row from the means.
+row() {
+	local m f cm cf
+	m=$(mean "t_$2") f=$(mean "t_$3") cm=$(mean "c_$2") cf=$(mean "c_$3")
+	ROWS+=("| $total | $1 | $3 | $m | $f | $(ratio "$m" "$f") | $cm | $cf | $(ratio "$cm" "$cf") | $4 | $5 |")
 }
-cmean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "n/a" }' "$TMP/c_$1" 2>/dev/null || echo n/a; }
 
 ROWS=()
 for n in $SIZES; do
@@ -186,19 +189,20 @@ for n in $SIZES; do
 	total=$(ls -d /proc/[0-9]* | wc -l)
 	log "timing with $total processes on the host"
 	measure
-	cpu_pass
 	rss_full=$(peak_rss_mib "$MEMWHO")
 	rss_fast=$(peak_rss_mib "$MEMWHO" --fast)
 	rss_floor=$(peak_rss_mib $FLOOR -parallel "$WORKERS")
-	m=$(mean memwho) f=$(mean floor) fp=$(mean floor_par) cm=$(cmean memwho) cf=$(cmean floor_par)
-	ROWS+=("| $total | full | $m | $f | $fp | $(ratio "$m" "$f") | $(ratio "$m" "$fp") | $cm | $cf | $(ratio "$cm" "$cf") | $rss_full | $rss_floor |")
-	m=$(mean memwho_fast) f=$(mean floor_status) fp=$(mean floor_status_par) cm=$(cmean memwho_fast) cf=$(cmean floor_status_par)
-	ROWS+=("| $total | --fast | $m | $f | $fp | $(ratio "$m" "$f") | $(ratio "$m" "$fp") | $cm | $cf | $(ratio "$cm" "$cf") | $rss_fast | $rss_floor |")
+	rss_names=$(peak_rss_mib $FLOOR -names -parallel "$WORKERS")
+	rss_status=$(peak_rss_mib $FLOOR -status -parallel "$WORKERS")
+	row full memwho floor "$rss_full" "$rss_floor"
+	row full memwho floor_names "$rss_full" "$rss_names"
+	row --fast memwho_fast floor_status "$rss_fast" "$rss_status"
+	row "--version" startup floor_startup "" ""
 	stop_load
 done
 
-echo "memwho vs floor, mean wall time over $ROUNDS rounds x $RUNS runs ($(nproc) CPUs, $(uname -r), load: $PRIVATE private + $FILE_SHARED shared file per process; floor x$WORKERS = $WORKERS goroutines)"
+echo "memwho vs floor, mean over $ROUNDS rounds x $RUNS alternating runs ($(nproc) CPUs, $(uname -r), load: $PRIVATE private + $FILE_SHARED shared file per process; every floor runs $WORKERS goroutines, as memwho does)"
 echo
-echo "| processes | mode | memwho ms | floor ms | floor x$WORKERS ms | memwho/floor | memwho/floor x$WORKERS | memwho CPU ms | floor x$WORKERS CPU ms | CPU ratio | memwho peak RSS MiB | floor peak RSS MiB |"
-echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| processes | memwho | floor | memwho ms | floor ms | wall ratio | memwho CPU ms | floor CPU ms | CPU ratio | memwho peak RSS MiB | floor peak RSS MiB |"
+echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"

@@ -34,7 +34,8 @@ type Options struct {
 	NeedStartTime bool
 	// PIDs, when not empty, restricts the scan to these processes.
 	PIDs []int
-	// Workers bounds the number of parallel readers; 0 means GOMAXPROCS.
+	// Workers bounds the number of parallel readers; 0 means twice
+	// GOMAXPROCS (see NewScanner).
 	Workers int
 }
 
@@ -90,7 +91,12 @@ func NewScanner(opt Options) (*Scanner, error) {
 	}
 	n := opt.Workers
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		// Nearly all of a scan is time in the kernel, inside reads. With
+		// one reader per core the cores still idle between reads (a
+		// 2-core VM, 1000 processes: 1.65-1.7 CPUs busy); a second
+		// reader per core kept them busier (1.8-1.9) and cut the wall
+		// time by about 12% at the same CPU time.
+		n = 2 * runtime.GOMAXPROCS(0)
 	}
 	s := &Scanner{opt: opt, fs: fs}
 	for range n {
