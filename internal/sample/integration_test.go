@@ -8,12 +8,15 @@ package sample_test
 // out. The swap and pid-reuse tests need root and skip otherwise.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,5 +340,63 @@ func TestIntegrationPIDReuse(t *testing.T) {
 	}
 	if p.Private >= size/2 {
 		t.Errorf("Private = %s: figures of the exited process, which had %s", kb(int64(p.Private)), kb(size))
+	}
+}
+
+// TestIntegrationZombiesAndKernelThreads scans real zombies (children
+// that exited and were not waited for) and kthreadd: each is counted as
+// having no address space and listed nowhere, in every mode, while a
+// live process beside them is listed.
+func TestIntegrationZombiesAndKernelThreads(t *testing.T) {
+	var zombies []int
+	for range 3 {
+		cmd := exec.Command("true")
+		if err := cmd.Start(); err != nil {
+			t.Skip(err)
+		}
+		t.Cleanup(func() { cmd.Wait() })
+		zombies = append(zombies, cmd.Process.Pid)
+	}
+	for _, pid := range zombies {
+		for i := 0; ; i++ {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				break
+			}
+			if i == 500 {
+				t.Fatalf("pid %d did not become a zombie", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	live := startLoad(t, 1, testload.Spec{Private: miB}).PIDs[0]
+	pids := append([]int{live}, zombies...)
+	kthreadd := 0
+	if b, err := os.ReadFile("/proc/2/stat"); err == nil && strings.Contains(string(b), "(kthreadd)") {
+		kthreadd = 2
+		pids = append(pids, 2)
+	}
+	for _, opt := range []sample.Options{{}, {Fast: true}, {NeedUID: true}, {NoNames: true, NeedCgroup: true}, {NeedStartTime: true}} {
+		opt.Root, opt.PIDs = "/proc", pids
+		s, err := sample.NewScanner(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap sample.Snapshot
+		err = s.Scan(&snap)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Procs) != 1 || snap.Procs[0].PID != live {
+			t.Errorf("%+v: listed %v, want only the live pid %d", opt, snap.Procs, live)
+		}
+		want := len(zombies)
+		if kthreadd != 0 {
+			want++
+		}
+		if snap.Kernel != want || snap.Gone != 0 {
+			t.Errorf("%+v: kernel %d, gone %d; want %d zombies and kernel threads, 0 gone", opt, snap.Kernel, snap.Gone, want)
+		}
 	}
 }

@@ -71,13 +71,16 @@ const (
 )
 
 type worker struct {
-	r     *proc.Reader
-	st    proc.Stat
-	ss    proc.Status
-	ru    proc.Rollup
-	link  []byte
-	name  []byte
-	names map[string]string
+	r    *proc.Reader
+	st   proc.Stat
+	ss   proc.Status
+	ru   proc.Rollup
+	link []byte
+	// exe and exeErr hold the last exe link read (exe aliases link).
+	exe    []byte
+	exeErr error
+	name   []byte
+	names  map[string]string
 }
 
 // NewScanner opens the /proc tree at opt.Root.
@@ -251,7 +254,31 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 		return 0, false
 	}
 	*p = Process{PID: pid}
-	if out := s.readRest(w, p, false); out != okExact {
+	exeRead := false
+	if !s.opt.NoNames {
+		// The exe link first: kernel threads and zombies have none, and
+		// the held read then settles them before comm is read for
+		// nothing (a host can have thousands of zombies).
+		w.exe, w.exeErr = r.Exe(w.link[:0])
+		exeRead = true
+		if w.exeErr == proc.ErrNotExist {
+			if smaps {
+				err = r.SmapsHeld(&w.ru)
+			} else {
+				err = r.SmapsRollupHeld(&w.ru)
+			}
+			switch err {
+			case nil:
+				// An address space without an exe link: rare enough
+				// to read again through the directory.
+				return 0, false
+			case proc.ErrGone, proc.ErrNotExist:
+				return skipGone, true
+			}
+			return skipKernel, true
+		}
+	}
+	if out := s.readRest(w, p, false, exeRead); out != okExact {
 		return out, true
 	}
 	if smaps {
@@ -315,7 +342,7 @@ func (s *Scanner) readDir(w *worker, pid int, p *Process) outcome {
 			result = okDenied
 		}
 	}
-	if out := s.readRest(w, p, result != okExact); out != okExact {
+	if out := s.readRest(w, p, result != okExact, false); out != okExact {
 		return out
 	}
 	return result
@@ -347,8 +374,9 @@ func (s *Scanner) readStatus(w *worker, p *Process, estimate bool) outcome {
 // readRest reads everything but the figures: status when estimates or
 // uids need it (else comm), the exe link, stat when the parent or start
 // time is needed, the command line of interpreters, and the cgroup. It
-// returns okExact to go on, or the outcome that drops the process.
-func (s *Scanner) readRest(w *worker, p *Process, estimate bool) outcome {
+// returns okExact to go on, or the outcome that drops the process. With
+// exeRead set, the exe link was read already, into w.exe and w.exeErr.
+func (s *Scanner) readRest(w *worker, p *Process, estimate, exeRead bool) outcome {
 	r := w.r
 	havePPID := false
 	if estimate || s.opt.NeedUID {
@@ -378,8 +406,10 @@ func (s *Scanner) readRest(w *worker, p *Process, estimate bool) outcome {
 	}
 
 	if !s.opt.Fast {
-		link, err := r.Exe(w.link[:0])
-		if err == nil {
+		if !exeRead {
+			w.exe, w.exeErr = r.Exe(w.link[:0])
+		}
+		if link := w.exe; w.exeErr == nil {
 			if bytes.HasSuffix(link, []byte(" (deleted)")) {
 				link = link[:len(link)-len(" (deleted)")]
 				// A program run from a memfd (a sealed container runtime
