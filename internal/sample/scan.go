@@ -254,32 +254,18 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 		return 0, false
 	}
 	*p = Process{PID: pid}
-	exeRead := false
+	exeRead, noExe := false, false
 	if !s.opt.NoNames {
 		// The exe link first: kernel threads and zombies have none, and
 		// the held read then settles them before comm is read for
 		// nothing (a host can have thousands of zombies).
 		w.exe, w.exeErr = r.Exe(w.link[:0])
-		exeRead = true
-		if w.exeErr == proc.ErrNotExist {
-			if smaps {
-				err = r.SmapsHeld(&w.ru)
-			} else {
-				err = r.SmapsRollupHeld(&w.ru)
-			}
-			switch err {
-			case nil:
-				// An address space without an exe link: rare enough
-				// to read again through the directory.
-				return 0, false
-			case proc.ErrGone, proc.ErrNotExist:
-				return skipGone, true
-			}
-			return skipKernel, true
-		}
+		exeRead, noExe = true, w.exeErr == proc.ErrNotExist
 	}
-	if out := s.readRest(w, p, false, exeRead); out != okExact {
-		return out, true
+	if !noExe {
+		if out := s.readRest(w, p, false, exeRead); out != okExact {
+			return out, true
+		}
 	}
 	if smaps {
 		err = r.SmapsHeld(&w.ru)
@@ -288,6 +274,11 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 	}
 	switch err {
 	case nil:
+		if noExe {
+			// An address space without an exe link: rare enough to
+			// read again through the directory.
+			return 0, false
+		}
 		ExactFigures(p, &w.ru)
 		return okExact, true
 	case proc.ErrNoMM:
