@@ -3,11 +3,16 @@
 //
 // An [FS] is an open directory descriptor on a procfs mount (or on a fake
 // tree captured for tests). A [Reader] belongs to one goroutine and owns its
-// scratch buffer; [Reader.Open] opens one /proc/PID directory and every later
-// read goes through that directory descriptor. Because the kernel ties an
-// open /proc/PID directory to the process it was opened for, a PID that is
-// reused while we read can never make one result mix two processes: reads
-// through the old descriptor fail with [ErrGone] instead.
+// scratch buffer. Two ways of reading a process keep one result from mixing
+// two processes when a PID is reused while we read, because the kernel ties
+// an open /proc/PID file or directory to the process it was opened for:
+//
+//   - [Reader.Select] and [Reader.Hold]: open one file (smaps_rollup) first,
+//     read the others by path, read the held file last. A successful last
+//     read proves the process lived, and kept its PID, throughout.
+//   - [Reader.Open]: hold the /proc/PID directory and read every file
+//     through it; reads fail with [ErrGone] once the process is gone.
+//     Two syscalls dearer, for when no file can be read last.
 //
 // All memory sizes are stored in bytes (the kernel reports kB, which here
 // always means KiB).
