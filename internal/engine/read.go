@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"runtime"
 	"time"
@@ -118,18 +117,10 @@ func (e *Engine) check(w *worker, rc *record) {
 
 // readExe fills the executable's basename and whether it was deleted.
 func (e *Engine) readExe(w *worker, p *sample.Process) {
-	link, err := w.r.Exe(w.link[:0])
-	if err != nil {
-		return
+	if link, err := w.r.Exe(w.link[:0]); err == nil {
+		base, deleted := sample.ExeBase(link)
+		p.Exe, p.ExeDeleted = w.intern(base), deleted
 	}
-	if bytes.HasSuffix(link, []byte(" (deleted)")) {
-		link = link[:len(link)-len(" (deleted)")]
-		p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
-	}
-	if i := bytes.LastIndexByte(link, '/'); i >= 0 {
-		link = link[i+1:]
-	}
-	p.Exe = w.intern(link)
 }
 
 // readNew reads a process seen for the first time (or whose PID was

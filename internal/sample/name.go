@@ -42,6 +42,26 @@ func ProgramName(p *Process, parentExe string) string {
 	return name
 }
 
+// ExeBase turns the target of a /proc/PID/exe link into the executable's
+// basename, and says whether the file was deleted or replaced since the
+// process started. A program run from a memfd (a sealed container runtime
+// binary) is always "deleted"; only a file that was on disk can have been
+// upgraded under a running process, so memfd ones are not.
+func ExeBase(link []byte) (base []byte, deleted bool) {
+	if bytes.HasSuffix(link, []byte(" (deleted)")) {
+		link = link[:len(link)-len(" (deleted)")]
+		deleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+	}
+	return basename(link), deleted
+}
+
+func basename(b []byte) []byte {
+	if i := bytes.LastIndexByte(b, '/'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
 // nameAll sets Name on every process. procs must be sorted by PID: the
 // parent is found by binary search, which needs no map per scan.
 func (s *Scanner) nameAll(procs []Process) {

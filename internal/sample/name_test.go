@@ -67,3 +67,21 @@ func FuzzScriptOf(f *testing.F) {
 		ScriptOf(exe, []byte(cmdline))
 	})
 }
+
+func TestExeBase(t *testing.T) {
+	for _, tc := range []struct {
+		link, base string
+		deleted    bool
+	}{
+		{"/usr/bin/python3.11", "python3.11", false},
+		{"/usr/sbin/sshd (deleted)", "sshd", true},
+		{"/memfd:runc_cloned:/proc/self/exe (deleted)", "exe", false},
+		{"/opt/app/my server", "my server", false},
+		{"relative", "relative", false},
+	} {
+		base, deleted := ExeBase([]byte(tc.link))
+		if string(base) != tc.base || deleted != tc.deleted {
+			t.Errorf("ExeBase(%q) = %q, %v; want %q, %v", tc.link, base, deleted, tc.base, tc.deleted)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package sample
 
 import (
-	"bytes"
 	"errors"
 	"runtime"
 	"slices"
@@ -400,15 +399,9 @@ func (s *Scanner) readRest(w *worker, p *Process, estimate, exeRead bool) outcom
 		if !exeRead {
 			w.exe, w.exeErr = r.Exe(w.link[:0])
 		}
-		if link := w.exe; w.exeErr == nil {
-			if bytes.HasSuffix(link, []byte(" (deleted)")) {
-				link = link[:len(link)-len(" (deleted)")]
-				// A program run from a memfd (a sealed container runtime
-				// binary) is always "deleted"; only a file that was on
-				// disk can have been upgraded under a running process.
-				p.ExeDeleted = !bytes.HasPrefix(link, []byte("/memfd:"))
-			}
-			p.Exe = w.intern(basename(link))
+		if w.exeErr == nil {
+			base, deleted := ExeBase(w.exe)
+			p.Exe, p.ExeDeleted = w.intern(base), deleted
 		}
 	}
 
@@ -469,11 +462,4 @@ func (w *worker) intern(b []byte) string {
 	s := string(b)
 	w.names[s] = s
 	return s
-}
-
-func basename(b []byte) []byte {
-	if i := bytes.LastIndexByte(b, '/'); i >= 0 {
-		return b[i+1:]
-	}
-	return b
 }
