@@ -277,7 +277,7 @@ func TestLiveHeldAfterReuse(t *testing.T) {
 		t.Logf("pid %d not reused (not root, or taken by others): checking the reaped case only", pid)
 	}
 	var ru Rollup
-	switch err := r.SmapsRollupHeld(&ru); err {
+	switch err := r.RollupHeld(&ru); err {
 	case ErrGone, ErrNoMM:
 	default:
 		t.Errorf("held smaps_rollup after the process was reaped (reused %v): err = %v, figures %+v", reused, err, ru)
@@ -334,12 +334,12 @@ func TestNoAllocs(t *testing.T) {
 		{"SmapsRollup", func() { r.Open(pid); r.SmapsRollup(&ru); r.Close() }},
 		{"Smaps", func() { r.Open(pid); r.Smaps(&ru); r.Close() }},
 		{"Exe", func() { r.Open(pid); r.Exe(link); r.Close() }},
-		{"Hold+Comm+Exe+SmapsRollupHeld", func() {
+		{"Hold+Comm+Exe+RollupHeld", func() {
 			r.Select(pid)
 			r.Hold("smaps_rollup\x00")
 			r.Comm()
 			r.Exe(link)
-			r.SmapsRollupHeld(&ru)
+			r.RollupHeld(&ru)
 			r.Close()
 		}},
 		{"Cgroup", func() { r.Open(pid); r.Cgroup(); r.Close() }},

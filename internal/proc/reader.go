@@ -12,9 +12,11 @@ type Reader struct {
 	fs    *FS
 	pidfd int
 	pid   int
-	// held is a file of the selected process kept open by Hold, or -1.
-	held int
-	buf  []byte
+	// held is a file of the selected process kept open by Hold, or -1;
+	// heldSingle says it is printed in one piece (see readFile).
+	held       int
+	heldSingle bool
+	buf        []byte
 	// path holds "PID\x00" for Open, or "PID/" plus a file name for the
 	// reads of Select.
 	path   [40]byte
@@ -85,7 +87,7 @@ func (r *Reader) Close() {
 
 // Hold opens the file name (NUL-terminated, "smaps_rollup\x00") of the
 // process chosen by Select and keeps it open until Close, to be read last
-// with SmapsRollupHeld or SmapsHeld.
+// with RollupHeld.
 //
 // This is how a scan that reads several files by path still never mixes
 // two processes, without the two syscalls of holding the directory: an
@@ -106,7 +108,7 @@ func (r *Reader) Hold(name string) error {
 	if err != nil {
 		return mapFileErrno(err)
 	}
-	r.held = fd
+	r.held, r.heldSingle = fd, name != "smaps\x00"
 	return nil
 }
 
@@ -148,11 +150,11 @@ func (r *Reader) readFile(dirfd int, name string, single bool) ([]byte, error) {
 }
 
 // readHeld reads the file Hold opened, then closes it.
-func (r *Reader) readHeld(single bool) ([]byte, error) {
+func (r *Reader) readHeld() ([]byte, error) {
 	if r.held < 0 {
 		return nil, ErrGone
 	}
-	b, err := r.readFD(r.held, single)
+	b, err := r.readFD(r.held, r.heldSingle)
 	syscall.Close(r.held)
 	r.held = -1
 	return b, err

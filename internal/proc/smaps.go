@@ -34,32 +34,14 @@ type Rollup struct {
 // ErrNoMM for kernel threads and zombies, ErrDenied without ptrace access.
 func (r *Reader) SmapsRollup(out *Rollup) error {
 	b, err := r.readFile(r.pidfd, "smaps_rollup\x00", true)
-	if err != nil {
-		return err
-	}
-	*out = Rollup{}
-	return parseMemLines(b, out)
+	return sumInto(out, b, err)
 }
 
-// SmapsRollupHeld reads the smaps_rollup that Hold opened into out, with
-// the errors of SmapsRollup.
-func (r *Reader) SmapsRollupHeld(out *Rollup) error {
-	b, err := r.readHeld(true)
-	if err != nil {
-		return err
-	}
-	*out = Rollup{}
-	return parseMemLines(b, out)
-}
-
-// SmapsHeld reads the smaps that Hold opened into out, like Smaps.
-func (r *Reader) SmapsHeld(out *Rollup) error {
-	b, err := r.readHeld(false)
-	if err != nil {
-		return err
-	}
-	*out = Rollup{}
-	return parseMemLines(b, out)
+// RollupHeld reads the smaps_rollup or smaps that Hold opened into out,
+// with the errors of SmapsRollup.
+func (r *Reader) RollupHeld(out *Rollup) error {
+	b, err := r.readHeld()
+	return sumInto(out, b, err)
 }
 
 // Smaps reads /proc/PID/smaps of the open process and sums it per VMA into
@@ -67,6 +49,12 @@ func (r *Reader) SmapsHeld(out *Rollup) error {
 // rollup is tested against.
 func (r *Reader) Smaps(out *Rollup) error {
 	b, err := r.ReadFile("smaps\x00")
+	return sumInto(out, b, err)
+}
+
+// sumInto is the step shared by every reader of smaps and smaps_rollup:
+// after a successful read, parse b into a zeroed out.
+func sumInto(out *Rollup, b []byte, err error) error {
 	if err != nil {
 		return err
 	}

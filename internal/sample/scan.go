@@ -231,19 +231,14 @@ func (s *Scanner) readFast(w *worker, pid int, p *Process) outcome {
 func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool) {
 	r := w.r
 	r.Select(pid)
-	smaps := s.noRollup.Load()
 	var err error
-	if !smaps {
-		err = r.Hold("smaps_rollup\x00")
-		if err == proc.ErrNotExist {
-			// No smaps_rollup: a kernel before 4.14, or no process.
-			if err = r.Hold("smaps\x00"); err == nil {
-				smaps = true
-				s.noRollup.Store(true)
-			}
-		}
-	} else {
+	if s.noRollup.Load() {
 		err = r.Hold("smaps\x00")
+	} else if err = r.Hold("smaps_rollup\x00"); err == proc.ErrNotExist {
+		// No smaps_rollup: a kernel before 4.14, or no process.
+		if err = r.Hold("smaps\x00"); err == nil {
+			s.noRollup.Store(true)
+		}
 	}
 	switch err {
 	case nil:
@@ -266,12 +261,7 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 			return out, true
 		}
 	}
-	if smaps {
-		err = r.SmapsHeld(&w.ru)
-	} else {
-		err = r.SmapsRollupHeld(&w.ru)
-	}
-	switch err {
+	switch err = r.RollupHeld(&w.ru); err {
 	case nil:
 		if noExe {
 			// An address space without an exe link: rare enough to
