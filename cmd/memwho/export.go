@@ -16,10 +16,6 @@ import (
 	_ "github.com/memwho/memwho/internal/store/sqlite" // the default history database
 )
 
-func init() {
-	commands["export"] = command{runExport, "write recorded history as CSV (gzip, SFTP upload)"}
-}
-
 const exportUsage = `Usage: memwho export [flags]
 
 Writes the history that 'memwho record' stored as CSV: a header line, then

@@ -19,10 +19,6 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-func init() {
-	commands["leaks"] = command{runLeaks, "rank what grows in the recorded history (leak suspects)"}
-}
-
 const leaksUsage = `Usage: memwho leaks [flags]
 
 Ranks the processes and groups whose memory (PSS + swap) grew over a

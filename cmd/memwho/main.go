@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -41,72 +41,91 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-// command is one subcommand: its run function gets the arguments after
-// its name.
-type command struct {
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-	summary string // one line for "memwho help"
+// commandList is what "memwho help" lists, in this order.
+var commandList = []struct{ name, summary string }{
+	{"report", "who uses RAM and swap now (the default)"},
+	{"watch", "live view of who uses RAM and swap, with growth and leak suspects"},
+	{"serve", "Prometheus agent: serve per-group memory and TCP metrics"},
+	{"record", "sample memory periodically into a history database"},
+	{"leaks", "rank what grows in the recorded history (leak suspects)"},
+	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
+	{"version", "print the version"},
+	{"help", "print this help"},
 }
 
-// commands maps subcommand names to their implementations. Each
-// subcommand's file adds itself from an init function, so that a command
-// compiled out by a build tag (notui, nopostgres, ...) leaves no trace
-// here.
-var commands = map[string]command{
-	"report": {runReport, "who uses RAM and swap now (the default)"},
-}
-
-// run is main without os.Exit, so that tests can call it.
+// run is main without os.Exit, so that tests can call it. It is the one
+// dispatch: each command parses its flags into its configuration, and
+// only report, watch, serve and record may keep a capability, through
+// enterScan; every other command gives them all up first.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name, rest := "report", args
 	if len(args) > 0 {
-		switch args[0] {
-		case "version", "--version", "-version":
+		switch a := args[0]; {
+		case a == "--version" || a == "-version":
+			name = "version"
+		case !strings.HasPrefix(a, "-"):
+			name, rest = a, args[1:]
+		}
+	}
+	var err error
+	switch name {
+	case "report":
+		err = runReport(ctx, rest, stdout, stderr)
+	case "watch":
+		err = runWatch(ctx, rest, stdout, stderr)
+	case "serve":
+		err = runServe(ctx, rest, stdout, stderr)
+	case "record":
+		err = runRecord(ctx, rest, stdout, stderr)
+	default:
+		if err = dropPrivileges(); err != nil {
+			break
+		}
+		switch name {
+		case "leaks":
+			err = runLeaks(ctx, rest, stdout, stderr)
+		case "export":
+			err = runExport(ctx, rest, stdout, stderr)
+		case "version":
 			fmt.Fprintln(stdout, "memwho", buildVersion())
-			return exitOK
 		case "help":
 			fmt.Fprint(stdout, reportUsage)
 			printCommands(stdout)
-			return exitOK
-		}
-		if _, ok := commands[args[0]]; ok {
-			name, rest = args[0], args[1:]
+		default:
+			err = usagef("unknown command %q", name)
 		}
 	}
-	return exitCode(commands[name].run(ctx, rest, stdout, stderr), stderr)
+	return exitCode(err, stderr)
 }
 
 func printCommands(w io.Writer) {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	fmt.Fprintln(w, "\nCommands:")
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	for _, c := range commandList {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 }
 
-// newFlagSet returns the flag set of a subcommand: flag errors and -h go to
-// stderr with usage.
+// newFlagSet returns the flag set of a subcommand. It prints nothing
+// itself: parseFlags turns its errors into one usage error line, and
+// --help into the usage on standard output.
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
-// parseFlags parses a subcommand's arguments. --help prints usage to
-// stdout and returns errHelp; a bad flag, already reported by the flag
-// package, returns errFlagParse; a stray argument is a usage error.
+// parseFlags parses a subcommand's arguments. --help (or -h) prints usage
+// to stdout and returns errHelp (exit 0); a bad flag or a stray argument
+// is a usage error (one line, exit 2). "--version" is accepted by every
+// command.
 func parseFlags(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, usage)
 			return errHelp
 		}
-		return errFlagParse
+		return &usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
@@ -122,10 +141,6 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	if errors.Is(err, errHelp) {
 		return exitOK
-	}
-	if errors.Is(err, errFlagParse) {
-		// The flag package has printed its own message.
-		return exitUsage
 	}
 	fmt.Fprintf(stderr, "memwho: error: %s\n", sanitizeMessage(err.Error()))
 	var ue *usageError

@@ -4,108 +4,93 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
+
+	"kernel.org/pub/linux/libs/security/libcap/cap"
 
 	"github.com/memwho/memwho/internal/privilege"
-	"kernel.org/pub/linux/libs/security/libcap/cap"
+	"github.com/memwho/memwho/internal/proc"
 )
 
-// scanCaps maps the subcommands that read other users' processes to the
-// capabilities they keep when memwho is installed with file capabilities
-// or setuid root (docs/safe.md). Every other command (help, version,
-// export, ...) starts with all of them dropped, and so does any command
-// added later until it is listed here: a new scanning subcommand that is
-// missing from this table shows RSS estimates for other users' processes,
-// never more than it should.
-var scanCaps = map[string][]cap.Value{
-	"report": privilege.ScanCaps,
-	"serve":  privilege.FDWalkCaps,
-	"watch":  privilege.FDWalkCaps,
-	// record walks no /proc/PID/fd, and the SQLite file and spool it
-	// opens by path must be checked as the user: CAP_DAC_READ_SEARCH
-	// would let it read a database only root may read.
-	"record": privilege.ScanCaps,
-}
-
-// pathFlags lists, for the scanning subcommands that open a path flag's
-// value themselves (report goes through openProcRoot instead), the value
-// that is safe to read with privilege. A command line that sets one to
-// anything else keeps no capability: a directory the user controls could
-// hold symlinks to files only root may read, and with the user's own
-// rights that reads exactly what the user could read anyway. The check
-// errs on the safe side: any argument spelled like the flag counts.
-var pathFlags = map[string]map[string]string{
-	"watch":  {"proc": "/proc"},
-	"serve":  {"proc": "/proc"},
-	"record": {"proc": "/proc", "cgroup-root": "/sys/fs/cgroup"},
-}
-
-// capsFor picks the capabilities for a command line the way run picks
-// the subcommand: no argument or a flag first means report.
-func capsFor(args []string) []cap.Value {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "report" {
-		// The TCP column walks /proc/PID/fd, which needs both
-		// capabilities; the report drops them all after its scan.
-		if slices.ContainsFunc(args, func(a string) bool { return a == "--conns" || a == "-conns" }) {
-			return privilege.FDWalkCaps
-		}
-		return scanCaps["report"]
-	}
-	if c, ok := scanCaps[args[0]]; ok {
-		if !safePaths(pathFlags[args[0]], args[1:]) {
-			return nil
-		}
-		return c
-	}
-	if _, ok := commands[args[0]]; ok {
-		return nil
-	}
-	// An unknown word is a report usage error ("unexpected argument"),
-	// or a subcommand whose init has not run yet: keep nothing.
-	return nil
-}
-
-// safePaths reports whether every flag of args named in safe is absent or
-// has its safe value.
-func safePaths(safe map[string]string, args []string) bool {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		name, ok := strings.CutPrefix(a, "-")
-		if !ok {
-			continue
-		}
-		name = strings.TrimPrefix(name, "-")
-		name, val, hasVal := strings.Cut(name, "=")
-		want, listed := safe[name]
-		if !listed {
-			continue
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return false
-			}
-			i++
-			val = args[i]
-		}
-		if val != want {
-			return false
-		}
-	}
-	return true
-}
-
 // init runs before main, flags and files: a setuid-root install becomes
-// the real user here, and every capability the command does not need is
-// gone before any user input is looked at.
+// the real user here, and no capability is effective until a command has
+// parsed its configuration and decided what it keeps (enterScan). It
+// looks at no argument and no variable but the kernel's AT_SECURE flag.
 func init() {
-	if _, err := privilege.Setup(capsFor(os.Args[1:])...); err != nil {
+	if _, err := privilege.Setup(); err != nil {
 		fmt.Fprintf(os.Stderr, "memwho: error: %s\n", sanitizeMessage(err.Error()))
 		os.Exit(exitFailure)
 	}
+}
+
+// scanPolicy is the privilege policy, decided once per run on the parsed
+// configuration of the scanning command cmd (docs/safe.md): the
+// capabilities the scan keeps when memwho is elevated.
+//
+//   - report and watch read /proc and print: CAP_SYS_PTRACE, and
+//     CAP_DAC_READ_SEARCH as well for --conns (the /proc/PID/fd walk);
+//   - serve and record keep what the admin granted them as ambient
+//     capabilities (a systemd unit), and nothing when they were started
+//     from the file-capability or setuid binary a user runs (the exec
+//     gained privilege: AT_SECURE). The agent would otherwise publish
+//     exact figures to whoever can reach its socket, and record would
+//     open databases and spools while privileged;
+//   - every other command keeps nothing (dispatch drops it all).
+func scanPolicy(cmd string, conns bool) []cap.Value {
+	switch cmd {
+	case "serve", "record":
+		if privilege.SecureExec() {
+			return nil
+		}
+		if cmd == "record" {
+			return privilege.ScanCaps
+		}
+	case "report", "watch":
+	default:
+		return nil
+	}
+	if conns {
+		return privilege.FDWalkCaps
+	}
+	return privilege.ScanCaps
+}
+
+// enterScan opens the procfs tree dir with the user's own rights (no
+// capability is effective yet) and then keeps the capabilities the policy
+// grants the command, or none:
+//
+//   - a --proc other than the kernel's /proc keeps none, decided on the
+//     flag's value before anything is opened;
+//   - a tree that is not the root of a real procfs, or whose mount hides
+//     processes from the user (hidepid=), keeps none (privilege.Scannable).
+//
+// This is the only way a command raises a capability. The caller closes
+// the tree.
+func enterScan(cmd, dir string, conns bool, stderr io.Writer) (*proc.FS, error) {
+	keep := scanPolicy(cmd, conns)
+	if dir != proc.DefaultRoot {
+		keep = nil
+	}
+	if len(keep) == 0 {
+		// Nothing is kept: give it up before the user's path is opened.
+		if err := dropPrivileges(); err != nil {
+			return nil, err
+		}
+	}
+	fs, err := proc.Open(dir)
+	if err != nil {
+		return nil, usagef("--proc: %v", unwrapPath(err))
+	}
+	if len(keep) > 0 && privilege.Elevated() {
+		if ok, why := privilege.Scannable(fs); !ok {
+			fmt.Fprintf(stderr, "memwho: notice: %s\n", sanitizeMessage(why))
+			keep = nil
+		}
+	}
+	if err := privilege.Enter(keep...); err != nil {
+		fs.Close()
+		return nil, fmt.Errorf("privileges: %w", err)
+	}
+	return fs, nil
 }
 
 // dropPrivileges clears every capability from every thread; the report
@@ -118,38 +103,16 @@ func dropPrivileges() error {
 	return nil
 }
 
-// openProcRoot opens --proc DIR with the user's identity (see
-// privilege.OpenProcRoot): a directory the user cannot open is a usage
-// error, as it would be without privilege.
-func openProcRoot(dir string) (*privilege.ProcRoot, error) {
-	r, err := privilege.OpenProcRoot(dir)
-	if err != nil {
-		return nil, usagef("--proc: %v", unwrapPath(err))
-	}
-	return r, nil
-}
-
-// prepareScan readies an elevated process for the scan of r: if r may not
-// be scanned with privilege (not a procfs, or hidepid hides processes from
-// the user) every capability is dropped first; with sandbox, Landlock
-// confines the rest of the run, and a warning says if that costs the
-// exact figures.
-func prepareScan(r *privilege.ProcRoot, sandbox bool, stderr io.Writer) error {
-	if !r.Privileged {
-		if err := dropPrivileges(); err != nil {
-			return err
-		}
-	}
-	if !sandbox {
-		return nil
-	}
+// sandboxScan confines the rest of the run with Landlock (--sandbox), and
+// warns if that costs the exact figures on this kernel.
+func sandboxScan(fs *proc.FS, stderr io.Writer) error {
 	// A process readable before and not after: the sandbox is what
 	// stopped it.
-	probe := privilege.ReadableRollup(r.Path)
-	if err := privilege.Sandbox(r.Path); err != nil {
+	probe := privilege.ReadableRollup(fs)
+	if err := privilege.Sandbox(fs.Root()); err != nil {
 		return err
 	}
-	if probe != 0 && !privilege.CanReadRollup(r.Path, probe) {
+	if probe != 0 && !privilege.CanReadRollup(fs, probe) {
 		fmt.Fprintln(stderr, "memwho: warning: the --sandbox blocks reading other processes' smaps_rollup on this kernel; their figures are estimates")
 	}
 	return nil

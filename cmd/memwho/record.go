@@ -12,14 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
 	_ "github.com/memwho/memwho/internal/store/sqlite" // the default history database
 )
-
-func init() {
-	commands["record"] = command{runRecord, "sample memory periodically into a history database"}
-}
 
 const recordUsage = `Usage: memwho record [flags]
 
@@ -158,11 +155,6 @@ func (f *recordFlags) plan() (*recordPlan, error) {
 			return nil, fmt.Errorf("host name: %w (use --host)", err)
 		}
 	}
-	if st, err := os.Stat(f.procDir); err != nil {
-		return nil, usagef("--proc: %v", unwrapPath(err))
-	} else if !st.IsDir() {
-		return nil, usagef("--proc: %s is not a directory", f.procDir)
-	}
 	return p, nil
 }
 
@@ -252,8 +244,13 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
+	procFS, err := enterScan("record", f.procDir, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer procFS.Close()
 	sc, err := newRecordScanner(sample.Options{
-		Root:          f.procDir,
+		FS:            procFS,
 		Fast:          f.fast,
 		NeedStartTime: true,
 		PIDs:          plan.pids,
@@ -269,7 +266,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	limits := newCgroupLimits(f.cgroupRoot)
 	b := store.Builder{
 		Host:   plan.host,
-		BootID: readBootID(f.procDir),
+		BootID: readBootID(procFS),
 		Kinds:  plan.kinds,
 		Limit:  func(p *sample.Process) store.Limit { return limits.of(p.Cgroup) },
 	}
@@ -358,9 +355,10 @@ func (w *warner) print(msg string) {
 
 func (w *warner) ok() { clear(w.seen) }
 
-// readBootID returns /proc/sys/kernel/random/boot_id, "" if unreadable.
-func readBootID(procDir string) string {
-	b, err := os.ReadFile(filepath.Join(procDir, "sys/kernel/random/boot_id"))
+// readBootID returns sys/kernel/random/boot_id of the procfs tree, "" if
+// unreadable.
+func readBootID(fs *proc.FS) string {
+	b, err := fs.ReadFile("sys/kernel/random/boot_id", nil, 4096)
 	if err != nil {
 		return ""
 	}

@@ -65,11 +65,8 @@ Examples:
   memwho --by cgroup --sort swap --reverse --top 10
 `
 
-// Sentinels for flag-package outcomes that have already been reported.
-var (
-	errHelp      = errors.New("help requested")
-	errFlagParse = errors.New("flag parse error")
-)
+// errHelp is --help: the usage was printed to standard output.
+var errHelp = errors.New("help requested")
 
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
@@ -115,9 +112,6 @@ type reportPlan struct {
 	pids    []int
 	uid     uint32
 	hasUID  bool
-	// proc is --proc DIR, opened with the user's identity; the caller
-	// closes it.
-	proc *privilege.ProcRoot
 }
 
 func (f *reportFlags) plan() (*reportPlan, error) {
@@ -166,9 +160,11 @@ func (f *reportFlags) plan() (*reportPlan, error) {
 	if f.total && (f.json || f.csv) {
 		return nil, usagef("--total prints one number; it excludes --json and --csv")
 	}
-	// Last: the only check that leaves something open.
-	if p.proc, err = openProcRoot(f.procDir); err != nil {
-		return nil, err
+	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
+		// A profile would be written by the privileged binary: keep
+		// the code that runs with capabilities to reading /proc and
+		// printing.
+		return nil, usagef("--cpuprofile and --memprofile are not available in the privileged install; profile a build run as root or as yourself")
 	}
 	return p, nil
 }
@@ -203,10 +199,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer plan.proc.Close()
 
-	// Every file the user named is opened before the scan, with the
-	// user's identity (createOutput), so that a refused path costs
+	// Every file the user named is opened before the scan (only when
+	// memwho is not elevated: see plan), so that a refused path costs
 	// nothing and the --sandbox can forbid new opens.
 	var mf *os.File
 	if f.memprofile != "" {
@@ -230,11 +225,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer pprof.StopCPUProfile()
 	}
 
-	if err := prepareScan(plan.proc, f.sandbox, stderr); err != nil {
+	procFS, err := enterScan("report", f.procDir, f.conns, stderr)
+	if err != nil {
 		return err
 	}
+	defer procFS.Close()
+	if f.sandbox {
+		if err := sandboxScan(procFS, stderr); err != nil {
+			return err
+		}
+	}
 	sc, err := sample.NewScanner(sample.Options{
-		Root:       plan.proc.Path,
+		FS:         procFS,
 		Fast:       f.fast,
 		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
 		NeedCgroup: plan.by == sample.ByCgroup,
@@ -250,7 +252,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if f.conns {
-		if denied, err := engine.CountConns(f.procDir, &snap); err != nil {
+		if denied, err := engine.CountConns(procFS, &snap); err != nil {
 			fmt.Fprintf(stderr, "memwho: warning: --conns: %v\n", err)
 		} else if denied > 0 {
 			fmt.Fprintf(stderr, "memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections\n", denied)

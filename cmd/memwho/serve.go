@@ -18,10 +18,6 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-func init() {
-	commands["serve"] = command{runServe, "Prometheus agent: serve per-group memory and TCP metrics"}
-}
-
 const serveUsage = `Usage: memwho serve [flags]
 
 Serves memory figures in the Prometheus text format on /metrics: per
@@ -131,6 +127,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	procFS, err := enterScan("serve", f.procDir, f.conns && !f.fast, stderr)
+	if err != nil {
+		return err
+	}
+	defer procFS.Close()
+	opt.Engine.FS = procFS
 
 	a, err := agent.New(opt)
 	if err != nil {
@@ -215,7 +217,7 @@ func (f *serveFlags) options() (agent.Options, error) {
 	if f.fullEvery < 1 {
 		return opt, usagef("--full-every: must be at least 1")
 	}
-	if f.walkBudget <= 0 || f.walkBudget > 1 {
+	if !(f.walkBudget > 0 && f.walkBudget <= 1) { // NaN fails too
 		return opt, usagef("--walk-budget: %g is not a fraction in (0, 1]", f.walkBudget)
 	}
 	if !f.once {
@@ -228,14 +230,8 @@ func (f *serveFlags) options() (agent.Options, error) {
 			return opt, usagef("--debug-listen: %v", err)
 		}
 	}
-	if st, err := os.Stat(f.procDir); err != nil {
-		return opt, usagef("--proc: %v", unwrapPath(err))
-	} else if !st.IsDir() {
-		return opt, usagef("--proc: %s is not a directory", f.procDir)
-	}
 	return agent.Options{
 		Engine: engine.Options{
-			Root:       f.procDir,
 			FullEvery:  f.fullEvery,
 			WalkBudget: f.walkBudget,
 			Fast:       f.fast,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"regexp/syntax"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,10 +17,6 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/watch"
 )
-
-func init() {
-	commands["watch"] = command{runWatch, "live view of who uses RAM and swap, with growth and leak suspects"}
-}
 
 const watchUsage = `Usage: memwho watch [flags]
 
@@ -41,7 +38,8 @@ snapshot per interval instead: a timestamp line, the report table and a
 line per leak suspect, snapshots separated by a blank line.
 
 Flags:
-  --interval D      time between refreshes (default 2s; e.g. 500ms, 1m)
+  -n, --interval D  time between refreshes: seconds as in watch(1) and
+                    top (2, 0.5) or a duration (500ms, 1m); default 2
   --by KEY          group by program (default), user, cgroup or pid
   --filter REGEX    keep groups whose name matches REGEX (Go syntax)
   --sort COL        ram (default), private, shared, swap, count, name,
@@ -69,7 +67,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		count                   int
 		plain, fast, conns      bool
 	)
-	fs.DurationVar(&interval, "interval", 2*time.Second, "")
+	interval = 2 * time.Second
+	fs.Var((*secondsFlag)(&interval), "interval", "")
+	fs.Var((*secondsFlag)(&interval), "n", "")
 	fs.StringVar(&by, "by", "program", "")
 	fs.StringVar(&filter, "filter", "", "")
 	fs.StringVar(&sortCol, "sort", "ram", "")
@@ -100,18 +100,18 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usagef("--filter: bad regular expression: %s", watchRegexpMessage(err))
 		}
 	}
-	if st, err := os.Stat(pr); err != nil {
-		return usagef("--proc: %v", unwrapPath(err))
-	} else if !st.IsDir() {
-		return usagef("--proc: %s is not a directory", pr)
-	}
 
 	live := watch.TUI && !plain && isTerminal(stdout) && os.Getenv("TERM") != "dumb"
 	// The sampling engine re-walks a process's page tables only when its
 	// resident size moved (and every process at least every 60 ticks):
 	// the right cost for a view that refreshes every few seconds.
+	procFS, err := enterScan("watch", pr, conns, stderr)
+	if err != nil {
+		return err
+	}
+	defer procFS.Close()
 	eng, err := engine.New(engine.Options{
-		Root: pr,
+		FS:   procFS,
 		Fast: fast,
 		// The live view switches grouping with a key and keeps the
 		// history of every grouping, so it reads what all of them need.
@@ -150,4 +150,26 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// secondsFlag is a refresh interval: a bare number is seconds, as in
+// watch(1), top and vmstat; a Go duration (500ms, 1m) works too.
+type secondsFlag time.Duration
+
+func (d *secondsFlag) String() string { return time.Duration(*d).String() }
+
+func (d *secondsFlag) Set(s string) error {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if !(v > 0 && v <= 1e6) { // NaN fails too
+			return errors.New("want a positive number of seconds (2, 0.5) or a duration (500ms, 1m)")
+		}
+		*d = secondsFlag(time.Duration(v * float64(time.Second)))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want seconds (2, 0.5) or a duration (500ms, 1m)")
+	}
+	*d = secondsFlag(v)
+	return nil
 }

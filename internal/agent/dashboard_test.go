@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
 	root := proctest.Root(t, "testdata/sockets.txtar")
-	a := newAgent(t, Options{Engine: engine.Options{Root: root, Conns: true}, TopProcesses: 1})
+	a := newAgent(t, Options{Engine: engine.Options{FS: fstest.Open(t, root), Conns: true}, TopProcesses: 1})
 	out := string(a.WriteMetrics(nil))
 	served := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {

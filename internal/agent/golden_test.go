@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := tc.opt
-			opt.Engine.Root = proctest.Root(t, tc.fixture)
+			opt.Engine.FS = fstest.Open(t, proctest.Root(t, tc.fixture))
 			a := newAgent(t, opt)
 			got := stable(a.WriteMetrics(nil))
 			golden := filepath.Join("testdata", tc.name+".golden")
@@ -127,7 +128,7 @@ func TestParse(t *testing.T) {
 	for _, fx := range []string{"testdata/sockets.txtar", "../proc/testdata/names.txtar", "../proc/testdata/truncated.txtar"} {
 		t.Run(filepath.Base(fx), func(t *testing.T) {
 			root := proctest.Root(t, fx)
-			a := newAgent(t, Options{Engine: engine.Options{Root: root, Conns: true}, TopProcesses: 5})
+			a := newAgent(t, Options{Engine: engine.Options{FS: fstest.Open(t, root), Conns: true}, TopProcesses: 5})
 			out := a.WriteMetrics(nil)
 			// Legacy validation: the names must be valid for every
 			// Prometheus version, not only UTF-8-aware ones.
@@ -152,7 +153,7 @@ func TestParse(t *testing.T) {
 			}
 			// Group label values are the sanitised group keys, exactly.
 			var snap sample.Snapshot
-			e, _ := engine.New(engine.Options{Root: root})
+			e, _ := engine.New(engine.Options{FS: fstest.Open(t, root)})
 			e.Scan(&snap)
 			e.Close()
 			want := map[string]bool{}
@@ -196,7 +197,7 @@ func TestAppendEscaped(t *testing.T) {
 // its buffer has grown.
 func TestRenderAllocs(t *testing.T) {
 	root := proctest.Root(t, "testdata/sockets.txtar")
-	a := newAgent(t, Options{Engine: engine.Options{Root: root}})
+	a := newAgent(t, Options{Engine: engine.Options{FS: fstest.Open(t, root)}})
 	buf := make([]byte, 0, 64<<10)
 	a.WriteMetrics(buf)
 	n := testing.AllocsPerRun(100, func() { buf = a.WriteMetrics(buf[:0]) })

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"io"
 	"net"
 	"net/http"
@@ -190,7 +191,7 @@ func TestPromtool(t *testing.T) {
 		t.Skip("promtool not installed (Debian package prometheus)")
 	}
 	for _, root := range []string{"/proc", proctest.Root(t, "../proc/testdata/names.txtar"), proctest.Root(t, "testdata/sockets.txtar")} {
-		a := newAgent(t, Options{Engine: engine.Options{Root: root, Conns: true}, TopProcesses: 10})
+		a := newAgent(t, Options{Engine: engine.Options{FS: fstest.Open(t, root), Conns: true}, TopProcesses: 10})
 		out := a.WriteMetrics(nil)
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(out)

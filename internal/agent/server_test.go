@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +43,7 @@ func scrape(t testing.TB, url string) string {
 // and scrapes within MinInterval start none.
 func TestConcurrentScrapesShareWalk(t *testing.T) {
 	root := proctest.Root(t, "testdata/sockets.txtar")
-	a, err := New(Options{Engine: engine.Options{Root: root}, MinInterval: time.Hour})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, root)}, MinInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestConcurrentScrapesShareWalk(t *testing.T) {
 func TestMinInterval(t *testing.T) {
 	root := proctest.Root(t, "testdata/sockets.txtar")
 	const interval = 100 * time.Millisecond
-	a, err := New(Options{Engine: engine.Options{Root: root}, MinInterval: interval})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, root)}, MinInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestMinInterval(t *testing.T) {
 // previous snapshot, and the timeout is counted.
 func TestScrapeTimeout(t *testing.T) {
 	root := proctest.Root(t, "testdata/sockets.txtar")
-	a, err := New(Options{Engine: engine.Options{Root: root}, MinInterval: time.Millisecond, ScrapeTimeout: 200 * time.Millisecond})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, root)}, MinInterval: time.Millisecond, ScrapeTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func grep(s string, subs ...string) string {
 // wait too.
 func TestPrometheusTimeoutHeader(t *testing.T) {
 	root := proctest.Root(t, "testdata/sockets.txtar")
-	a, err := New(Options{Engine: engine.Options{Root: root}, MinInterval: time.Millisecond, ScrapeTimeout: time.Hour})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, root)}, MinInterval: time.Millisecond, ScrapeTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"strconv"
 	"testing"
@@ -48,7 +49,7 @@ func BenchmarkTick(b *testing.B) {
 		})
 	}
 	b.Run("report-scan", func(b *testing.B) {
-		sc, err := sample.NewScanner(sample.Options{Root: "/proc", PIDs: g.PIDs})
+		sc, err := sample.NewScanner(sample.Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/sockdiag"
 )
@@ -18,8 +19,8 @@ type connCounter struct {
 	denied atomic.Int64
 }
 
-func newConnCounter(root string) *connCounter {
-	return &connCounter{src: sockdiag.NewSource(root)}
+func newConnCounter(fs *proc.FS) *connCounter {
+	return &connCounter{src: sockdiag.NewSource(fs)}
 }
 
 // dump refreshes the set of ESTABLISHED sockets.
@@ -44,18 +45,14 @@ func (c *connCounter) close() { c.src.Close() }
 // scan (sample.Scanner), where the engine's own counting (Options.Conns)
 // does not run. It returns how many processes' /proc/PID/fd could not be
 // read (permission); they count 0.
-func CountConns(root string, snap *sample.Snapshot) (denied int, err error) {
-	src := sockdiag.NewSource(root)
+func CountConns(fs *proc.FS, snap *sample.Snapshot) (denied int, err error) {
+	src := sockdiag.NewSource(fs)
 	defer src.Close()
 	var set sockdiag.InodeSet
 	if err := src.Established(&set); err != nil {
 		return 0, fmt.Errorf("list TCP sockets: %w", err)
 	}
-	fc, err := sockdiag.NewFDCounter(root)
-	if err != nil {
-		return 0, err
-	}
-	defer fc.Close()
+	fc := sockdiag.NewFDCounter(fs)
 	for i := range snap.Procs {
 		p := &snap.Procs[i]
 		n, err := fc.Count(p.PID, &set)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"net"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func sprintf(format string, a ...any) string {
 func TestConnsFixture(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
 	addSockets(t, root)
-	e := newEngine(t, Options{Root: root, Conns: true})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), Conns: true})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestConnsLive(t *testing.T) {
 			c.Close()
 		}
 	}()
-	e := newEngine(t, Options{PIDs: []int{os.Getpid()}, Conns: true})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{os.Getpid()}, Conns: true})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -92,11 +93,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options configures an Engine. The zero value (with Root set, or not:
-// "/proc" is the default) samples every process with exact figures.
+// Options configures an Engine. The zero value (with FS set) samples
+// every process with exact figures.
 type Options struct {
-	// Root is the procfs mount point; "" means "/proc".
-	Root string
+	// FS is the procfs tree to read, opened and checked once by the
+	// caller, who keeps it open while the Engine is in use.
+	FS *proc.FS
 	// FullEvery is K: every process is re-walked in full at least every K
 	// ticks. 0 means DefaultFullEvery; 1 walks everything every tick.
 	FullEvery int
@@ -201,7 +203,6 @@ func (s Stats) Walks() int { return s.New + s.Changed + s.Related + s.Forced }
 type Engine struct {
 	opt     Options
 	fs      *proc.FS
-	rootfd  int
 	workers []*worker
 
 	tick      uint64
@@ -284,6 +285,7 @@ type record struct {
 
 type worker struct {
 	r     *proc.Reader
+	how   unix.OpenHow // scratch for proc.FS.OpenAt
 	st    proc.Stat
 	ss    proc.Status
 	ru    proc.Rollup
@@ -298,8 +300,8 @@ type worker struct {
 
 // New opens the procfs tree at opt.Root.
 func New(opt Options) (*Engine, error) {
-	if opt.Root == "" {
-		opt.Root = "/proc"
+	if opt.FS == nil {
+		return nil, errors.New("engine: no procfs tree given")
 	}
 	if opt.FullEvery <= 0 {
 		opt.FullEvery = DefaultFullEvery
@@ -307,20 +309,12 @@ func New(opt Options) (*Engine, error) {
 	if opt.WalkBudget == 0 {
 		opt.WalkBudget = DefaultWalkBudget
 	}
-	fs, err := proc.Open(opt.Root)
-	if err != nil {
-		return nil, err
-	}
-	rootfd, err := unix.Open(opt.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		fs.Close()
-		return nil, err
-	}
+	fs := opt.FS
 	n := opt.Workers
 	if n <= 0 {
 		n = max(1, runtimeProcs())
 	}
-	e := &Engine{opt: opt, fs: fs, rootfd: rootfd, byPID: make(map[int]int32)}
+	e := &Engine{opt: opt, fs: fs, byPID: make(map[int]int32)}
 	e.maxHeld = int64(opt.MaxHeld)
 	if e.maxHeld == 0 {
 		var rl unix.Rlimit
@@ -340,12 +334,9 @@ func New(opt Options) (*Engine, error) {
 	}
 	if opt.Conns {
 		for _, w := range e.workers {
-			if w.fdc, err = sockdiag.NewFDCounter(opt.Root); err != nil {
-				e.Close()
-				return nil, err
-			}
+			w.fdc = sockdiag.NewFDCounter(fs)
 		}
-		e.conns = newConnCounter(opt.Root)
+		e.conns = newConnCounter(fs)
 	}
 	return e, nil
 }
@@ -363,12 +354,9 @@ func (e *Engine) Close() error {
 		e.conns.close()
 	}
 	for _, w := range e.workers {
-		if w.fdc != nil {
-			w.fdc.Close()
-		}
+		w.r.Close()
 	}
-	unix.Close(e.rootfd)
-	return e.fs.Close()
+	return nil
 }
 
 // Options returns the options in effect, defaults filled in.

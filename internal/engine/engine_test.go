@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestMatchesScanner(t *testing.T) {
 			t.Run(fx+"/"+tc.name, func(t *testing.T) {
 				root := proctest.Root(t, "../proc/testdata/"+fx+".txtar")
 				opt := tc.opt
-				opt.Root = root
+				opt.FS = fstest.Open(t, root)
 				e := newEngine(t, opt)
 				var got sample.Snapshot
 				if err := e.Scan(&got); err != nil {
@@ -64,9 +65,9 @@ func TestMatchesScanner(t *testing.T) {
 				// times and parents, which a scan that asks for them
 				// gives (it drops a process whose stat is unparsable,
 				// which the engine and the report keep).
-				want := scanner(t, sample.Options{Root: root, NeedUID: opt.NeedUID,
+				want := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
-				withStart := scanner(t, sample.Options{Root: root, NeedStartTime: true, NeedUID: opt.NeedUID,
+				withStart := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedStartTime: true, NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
 				if opt.MaxHeld < 0 {
 					// Without a held descriptor only the start time
@@ -125,7 +126,7 @@ func compareSnaps(t *testing.T, got, want *sample.Snapshot, opt Options) {
 // forced walk; a changed statm makes the engine walk it at once.
 func TestUnchangedKeepsFigures(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	e := newEngine(t, Options{Root: root, FullEvery: 1000, MaxHeld: -1, WalkBudget: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), FullEvery: 1000, MaxHeld: -1, WalkBudget: -1})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestUnchangedKeepsFigures(t *testing.T) {
 func TestBudget(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
 	// A budget so small that any walk postpones the next one for hours.
-	e := newEngine(t, Options{Root: root, FullEvery: 1, WalkBudget: 1e-12})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), FullEvery: 1, WalkBudget: 1e-12})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestBudget(t *testing.T) {
 func TestForcedWalk(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
 	const k = 4
-	e := newEngine(t, Options{Root: root, FullEvery: k, WalkBudget: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), FullEvery: k, WalkBudget: -1})
 	var snap sample.Snapshot
 	last := map[int]int{}
 	for tick := 1; tick <= 3*k; tick++ {
@@ -233,7 +234,7 @@ func TestForcedWalk(t *testing.T) {
 // a new start time) is read afresh, never given the old figures.
 func TestPIDReuse(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	e := newEngine(t, Options{Root: root, FullEvery: 1000, MaxHeld: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), FullEvery: 1000, MaxHeld: -1})
 	var snap sample.Snapshot
 	e.Scan(&snap)
 	a, b := snap.Procs[0], snap.Procs[1]
@@ -317,7 +318,7 @@ func atoi(s string) int {
 // its goroutines, never per process.
 func TestTickAllocs(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	e := newEngine(t, Options{Root: root, FullEvery: 1 << 30, Workers: 2})
+	e := newEngine(t, Options{FS: fstest.Open(t, root), FullEvery: 1 << 30, Workers: 2})
 	var snap sample.Snapshot
 	for range 3 {
 		e.Scan(&snap)

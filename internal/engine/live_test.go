@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func startLoad(t testing.TB, n int, spec testload.Spec) *testload.Group {
 // descriptor held for it is released.
 func TestLiveExit(t *testing.T) {
 	g := startLoad(t, 3, testload.Spec{Private: 1 << 20})
-	e := newEngine(t, Options{PIDs: g.PIDs})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: g.PIDs})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -58,13 +59,13 @@ func TestLiveExit(t *testing.T) {
 func TestLiveMatchesScanner(t *testing.T) {
 	g := startLoad(t, 4, testload.Spec{Private: 2 << 20, FileShared: 1 << 20})
 	pids := g.PIDs
-	e := newEngine(t, Options{PIDs: pids, NeedUID: true})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: pids, NeedUID: true})
 	var got sample.Snapshot
 	for tick := range 3 {
 		if err := e.Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		want := scanner(t, sample.Options{Root: "/proc", PIDs: pids, NeedStartTime: true, NeedUID: true})
+		want := scanner(t, sample.Options{FS: fstest.Open(t, "/proc"), PIDs: pids, NeedStartTime: true, NeedUID: true})
 		if len(got.Procs) != len(want.Procs) {
 			t.Fatalf("tick %d: procs %d, want %d", tick, len(got.Procs), len(want.Procs))
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -50,9 +51,9 @@ func TestPSSErrorBound(t *testing.T) {
 	tg := startTogglers(t, groups, size, private, shared)
 	n := len(tg.pids)
 
-	eng := newEngine(t, Options{PIDs: tg.pids, FullEvery: k})
-	full := newEngine(t, Options{PIDs: tg.pids, FullEvery: k})
-	sc, err := sample.NewScanner(sample.Options{Root: "/proc", PIDs: tg.pids, NeedStartTime: true})
+	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
+	full := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
+	sc, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, NeedStartTime: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"runtime"
 	"time"
-	"unsafe"
 
 	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
@@ -65,22 +64,13 @@ func preadStatm(fd int, buf []byte) (statm, error) {
 	}
 }
 
-// openStatm opens "PID/statm" relative to the procfs root, building the
-// path in buf so that it does not allocate.
-func openStatm(rootfd, pid int, buf []byte) (int, error) {
-	p := strconvAppendInt(buf[:0], pid)
+// openStatm opens "PID/statm" beneath the procfs root under the tree's
+// rules (proc.FS.OpenAt), building the path in w.buf so that it does not
+// allocate.
+func (e *Engine) openStatm(w *worker, pid int) (int, error) {
+	p := strconvAppendInt(w.buf[:0], pid)
 	p = append(p, "/statm\x00"...)
-	for {
-		fd, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(rootfd), uintptr(unsafe.Pointer(&p[0])),
-			unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return -1, e
-		}
-		return int(fd), nil
-	}
+	return e.fs.OpenAt(e.fs.Fd(), &p[0], false, &w.how)
 }
 
 // check reads rc's statm, through its held descriptor or by path.
@@ -131,7 +121,7 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 	// the others proves that they read that same process.
 	rc.fd = -1
 	if e.held.Add(1) <= e.maxHeld {
-		fd, err := openStatm(e.rootfd, rc.pid, w.buf[:])
+		fd, err := e.openStatm(w, rc.pid)
 		if err != nil {
 			e.held.Add(-1)
 			rc.st = stGone
@@ -237,7 +227,7 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		case err == proc.ErrGone || err == proc.ErrNotExist:
 			rc.st = stGone
 			return
-		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge):
+		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge) || errors.Is(err, proc.ErrNotRegular):
 			st = stMalformed
 		default:
 			st = stDenied

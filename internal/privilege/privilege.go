@@ -9,19 +9,22 @@
 // user asks for is done as the user:
 //
 //   - [Setup], called once before flags are parsed, switches a setuid or
-//     setgid install to the real uid and gid on every thread, narrows the
-//     capability sets to the ones the command needs, sets no_new_privs and
-//     removes environment variables that name files;
-//   - [OpenFile] opens a path the user named (an output file, a profile,
-//     a --proc tree, a configuration or database) on a throw-away OS
-//     thread whose effective capabilities are cleared and whose fsuid and
-//     fsgid are the real user's, so the kernel checks exactly the user's
-//     rights, symlinks included;
+//     setgid install to the real uid and gid on every thread, leaves
+//     every capability permitted but none effective, sets no_new_privs
+//     and removes environment variables that name files. Until Enter,
+//     memwho has exactly its user's rights;
+//   - the command parses its flags (and environment), opens what the
+//     user named with those rights, and decides on that configuration
+//     what to keep; [Scannable] says whether its procfs tree may be read
+//     with privilege at all (only the root of a real procfs that hides
+//     nothing from the user);
+//   - [Enter] makes the kept capabilities effective, on every thread,
+//     and drops the rest for good;
 //   - [DropAll] clears every capability from every thread (through
 //     libcap's all-thread capset) once the scan is done, before any output
 //     is written;
-//   - [OpenProcRoot] decides whether a --proc tree may be scanned with
-//     privilege: only a real procfs that hides nothing from the user;
+//   - [OpenFile] opens a path the user named, and refuses to while a
+//     capability is effective;
 //   - [Sandbox] optionally confines the rest of the run with Landlock.
 //
 // When the process is not elevated (root, or an ordinary user running an
@@ -31,8 +34,7 @@
 // Capabilities, credentials and fsuid are per thread on Linux; the Go
 // runtime runs many threads. Whole-process changes therefore go through
 // libcap (psx, which uses syscall.AllThreadsSyscall) or the syscall
-// package's setres[ug]id (also all-thread since Go 1.16); only OpenFile
-// changes one thread on purpose, and that thread is discarded afterwards.
+// package's setres[ug]id (also all-thread since Go 1.16).
 package privilege
 
 import (
@@ -133,24 +135,26 @@ func Start() (State, bool) {
 	return start, setUp
 }
 
-// Setup is called once at start-up, before flags or files are looked at.
-// When the process is elevated it:
+// Setup is called once at start-up, from an init function, before flags,
+// the environment or files are looked at: it cannot know the command yet,
+// so it leaves the process able to do no more than the most any command
+// may need, and unable to use even that until [Enter]. When the process
+// is elevated it:
 //
 //   - switches every uid and gid (real, effective, saved, fs) of every
 //     thread to the real user's, so that a setuid-root install behaves
 //     like a file-capability install from here on and nothing it writes
 //     is owned by root;
-//   - narrows the permitted and effective capability sets to keep
-//     (clearing everything when keep is empty) and clears the inheritable
-//     and ambient sets;
+//   - narrows the permitted set to [FDWalkCaps] and clears the effective
+//     set, so that everything done before Enter (flag parsing, opening a
+//     path the user named) runs with exactly the user's rights; clears
+//     the inheritable and ambient sets;
 //   - sets no_new_privs, so nothing executed later could gain privilege;
-//   - when keep is not empty and the exec gained privilege ([SecureExec]),
-//     removes environment variables outside a short allowlist (see
-//     [SanitizeEnv]).
+//   - when the exec gained privilege ([SecureExec]), removes environment
+//     variables outside a short allowlist (see [SanitizeEnv]).
 //
-// It then checks the result and fails if any thread kept more than keep.
-// It returns the state found at start.
-func Setup(keep ...cap.Value) (State, error) {
+// It then checks every thread and fails if any kept more.
+func Setup() (State, error) {
 	s, err := Current()
 	startMu.Lock()
 	start, setUp, elevated = s, true, err != nil || s.Elevated()
@@ -173,7 +177,7 @@ func Setup(keep ...cap.Value) (State, error) {
 			return s, fmt.Errorf("switch to the real user id %d: %w", s.RUID, err)
 		}
 	}
-	if err := narrow(keep); err != nil {
+	if err := narrow(FDWalkCaps, false); err != nil {
 		return s, err
 	}
 	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -184,15 +188,35 @@ func Setup(keep ...cap.Value) (State, error) {
 	// sets AT_SECURE, the same test glibc's secure_getenv makes. Ambient
 	// capabilities given by systemd do not set it: there the environment
 	// is the admin's unit file, and stays.
-	if len(keep) > 0 && SecureExec() {
+	if SecureExec() {
 		SanitizeEnv()
 	}
-	return s, verify(s, mask(keep))
+	return s, verify(s, mask(FDWalkCaps), 0)
 }
 
-// narrow sets permitted and effective to keep (as far as the process has
-// them) on every thread, and clears inheritable and ambient.
-func narrow(keep []cap.Value) error {
+// Enter is the one place a capability becomes usable. The caller has
+// decided, on its parsed configuration, what the rest of the run keeps:
+// Enter narrows the permitted set of every thread to keep and makes those
+// effective; with keep empty it is [DropAll]. It is a no-op when the
+// process is not elevated.
+func Enter(keep ...cap.Value) error {
+	if !Elevated() {
+		return nil
+	}
+	if len(keep) == 0 {
+		return DropAll()
+	}
+	s, _ := Start()
+	if err := narrow(keep, true); err != nil {
+		return err
+	}
+	return verify(s, mask(keep), mask(keep))
+}
+
+// narrow sets permitted to keep (as far as the process has them) on
+// every thread, effective to the same when effective is set and to
+// nothing otherwise, and clears inheritable and ambient.
+func narrow(keep []cap.Value, effective bool) error {
 	have := cap.GetProc()
 	want := cap.NewSet()
 	for _, v := range keep {
@@ -201,6 +225,9 @@ func narrow(keep []cap.Value) error {
 		}
 		if err := want.SetFlag(cap.Permitted, true, v); err != nil {
 			return fmt.Errorf("build capability set: %w", err)
+		}
+		if !effective {
+			continue
 		}
 		if err := want.SetFlag(cap.Effective, true, v); err != nil {
 			return fmt.Errorf("build capability set: %w", err)
@@ -215,9 +242,9 @@ func narrow(keep []cap.Value) error {
 	return nil
 }
 
-// verify checks every thread of the process: all ids are the real ones
-// and no capability outside allowed remains.
-func verify(s State, allowed uint64) error {
+// verify checks every thread of the process: all ids are the real ones,
+// no permitted capability outside perm and no effective one outside eff.
+func verify(s State, perm, eff uint64) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		// Without /proc the calling thread is all we can check.
@@ -225,28 +252,28 @@ func verify(s State, allowed uint64) error {
 		if err != nil {
 			return err
 		}
-		return checkState(cur, s, allowed, "this thread")
+		return checkState(cur, s, perm, eff, "this thread")
 	}
 	for _, t := range tasks {
 		st, err := threadState("/proc/self/task/" + t.Name() + "/status")
 		if err != nil {
 			continue // the thread exited
 		}
-		if err := checkState(st, s, allowed, "thread "+t.Name()); err != nil {
+		if err := checkState(st, s, perm, eff, "thread "+t.Name()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkState(got, start State, allowed uint64, who string) error {
+func checkState(got, start State, perm, eff uint64, who string) error {
 	if got.RUID != start.RUID || got.EUID != start.RUID || got.SUID != start.RUID || got.FSUID != start.RUID {
 		return fmt.Errorf("privilege drop failed: %s still has uids %d/%d/%d/%d (want %d)", who, got.RUID, got.EUID, got.SUID, got.FSUID, start.RUID)
 	}
 	if got.RGID != start.RGID || got.EGID != start.RGID || got.SGID != start.RGID || got.FSGID != start.RGID {
 		return fmt.Errorf("privilege drop failed: %s still has gids %d/%d/%d/%d (want %d)", who, got.RGID, got.EGID, got.SGID, got.FSGID, start.RGID)
 	}
-	if extra := (got.Permitted | got.Effective) &^ allowed; extra != 0 {
+	if extra := got.Permitted&^perm | got.Effective&^eff; extra != 0 {
 		return fmt.Errorf("privilege drop failed: %s still holds capabilities %#x", who, extra)
 	}
 	return nil
@@ -334,10 +361,10 @@ func DropAll() error {
 			return fmt.Errorf("switch to the real user id %d: %w", s.RUID, err)
 		}
 	}
-	if err := narrow(nil); err != nil {
+	if err := narrow(nil, false); err != nil {
 		return err
 	}
-	return verify(s, 0)
+	return verify(s, 0, 0)
 }
 
 // envAllowed lists the variables kept when an elevated memwho keeps

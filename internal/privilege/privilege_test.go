@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/memwho/memwho/internal/privilege/privtest"
+	"github.com/memwho/memwho/internal/proc"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 )
 
@@ -37,29 +38,50 @@ func helperMain(args []string) int {
 		fmt.Println("error: no helper command")
 		return 2
 	}
-	keep := FDWalkCaps
-	if args[0] == "env" {
-		keep = ScanCaps
-	}
-	if _, err := Setup(keep...); err != nil {
+	if _, err := Setup(); err != nil {
 		fmt.Println("setup:", err)
 		return 1
 	}
 	fmt.Println("elevated:", Elevated())
 	fmt.Println("secure:", SecureExec())
+	enter := func() bool {
+		if err := Enter(FDWalkCaps...); err != nil {
+			fmt.Println("enter:", err)
+			return false
+		}
+		return true
+	}
 	switch args[0] {
 	case "open":
+		// Before Enter: the user's rights, by OpenFile and by a plain
+		// open alike.
+		if f, err := OpenFile(args[1], os.O_RDONLY, 0); err != nil {
+			fmt.Println("asuser:", errText(err))
+		} else {
+			f.Close()
+			fmt.Println("asuser: ok")
+		}
+		if f, err := os.Open(args[1]); err != nil {
+			fmt.Println("before:", errText(err))
+		} else {
+			f.Close()
+			fmt.Println("before: ok")
+		}
+		if !enter() {
+			break
+		}
 		if f, err := os.Open(args[1]); err != nil {
 			fmt.Println("direct:", errText(err))
 		} else {
 			f.Close()
 			fmt.Println("direct: ok")
 		}
+		// With a capability effective, OpenFile refuses outright.
 		if f, err := OpenFile(args[1], os.O_RDONLY, 0); err != nil {
-			fmt.Println("asuser:", errText(err))
+			fmt.Println("effective:", errText(err))
 		} else {
 			f.Close()
-			fmt.Println("asuser: ok")
+			fmt.Println("effective: ok")
 		}
 	case "create":
 		f, err := OpenFile(args[1], os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -88,6 +110,10 @@ func helperMain(args []string) int {
 			}()
 		}
 		ready.Wait()
+		printThreads("setup")
+		if !enter() {
+			break
+		}
 		printThreads("before")
 		if err := DropAll(); err != nil {
 			fmt.Println("drop:", err)
@@ -96,14 +122,15 @@ func helperMain(args []string) int {
 		close(stop)
 		done.Wait()
 	case "procroot":
-		r, err := OpenProcRoot(args[1])
+		fs, err := proc.Open(args[1])
 		if err != nil {
 			fmt.Println("procroot:", errText(err))
 			break
 		}
-		fmt.Println("privileged:", r.Privileged)
-		fmt.Println("why:", r.Why)
-		r.Close()
+		ok, why := Scannable(fs)
+		fmt.Println("privileged:", ok)
+		fmt.Println("why:", why)
+		fs.Close()
 	case "env":
 		if !SecureExec() {
 			SanitizeEnv() // what Setup does after a privilege-gaining exec
@@ -115,13 +142,18 @@ func helperMain(args []string) int {
 		}
 	case "sandbox":
 		pid, _ := strconv.Atoi(args[1])
-		fmt.Println("before:", CanReadRollup("/proc", pid))
+		fs, err := proc.Open("/proc")
+		if err != nil || !enter() {
+			fmt.Println("sandbox:", err)
+			break
+		}
+		fmt.Println("before:", CanReadRollup(fs, pid))
 		if err := Sandbox("/proc"); err != nil {
 			fmt.Println("sandbox:", err)
 		}
-		_, err := os.ReadFile("/etc/hostname")
+		_, err = os.ReadFile("/etc/hostname")
 		fmt.Println("etc:", errText(err))
-		fmt.Println("after:", CanReadRollup("/proc", pid))
+		fmt.Println("after:", CanReadRollup(fs, pid))
 	default:
 		fmt.Println("error: unknown helper command", args[0])
 		return 2
@@ -234,14 +266,15 @@ func TestOpenFileAsUser(t *testing.T) {
 	if err := os.Chown(mine, u.UID, u.GID); err != nil {
 		t.Fatal(err)
 	}
+	const refused = "internal error: a path the user named was to be opened while a capability is effective"
 	tests := []struct {
-		name, path, direct, asUser string
+		name, path, direct, asUser, effective string
 	}{
-		{"root-only file", secret, "ok", "permission denied"},
-		{"file behind a 0700 directory", inPrivate, "ok", "permission denied"},
-		{"symlink to a root-only file", link, "ok", "permission denied"},
-		{"the user's own file", mine, "ok", "ok"},
-		{"missing file", filepath.Join(dir, "missing"), "no such file or directory", "no such file or directory"},
+		{"root-only file", secret, "ok", "permission denied", refused},
+		{"file behind a 0700 directory", inPrivate, "ok", "permission denied", refused},
+		{"symlink to a root-only file", link, "ok", "permission denied", refused},
+		{"the user's own file", mine, "ok", "ok", refused},
+		{"missing file", filepath.Join(dir, "missing"), "no such file or directory", "no such file or directory", refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,7 +286,13 @@ func TestOpenFileAsUser(t *testing.T) {
 				t.Errorf("os.Open with capabilities: got %q, want %q (the test's premise)", got, tt.direct)
 			}
 			if got := one(t, res, "asuser"); got != tt.asUser {
-				t.Errorf("OpenFile: got %q, want %q", got, tt.asUser)
+				t.Errorf("OpenFile after Setup: got %q, want %q", got, tt.asUser)
+			}
+			if got := one(t, res, "before"); got != tt.asUser {
+				t.Errorf("os.Open after Setup, before Enter: got %q, want the user's rights %q", got, tt.asUser)
+			}
+			if got := one(t, res, "effective"); got != tt.effective {
+				t.Errorf("OpenFile after Enter: got %q, want %q", got, tt.effective)
 			}
 		})
 	}
@@ -321,9 +360,13 @@ func TestCreateAsUser(t *testing.T) {
 // to what the command keeps; DropAll leaves none on any thread.
 func TestSetupAndDropAll(t *testing.T) {
 	res := runHelper(t, false, "drop")
+	// After Setup: permitted, not effective (the union shows them).
 	want := fmt.Sprintf("caps %#x", mask(FDWalkCaps))
-	if got := one(t, res, "before"); !strings.HasPrefix(got, want+" ") {
+	if got := one(t, res, "setup"); !strings.HasPrefix(got, want+" ") {
 		t.Errorf("after Setup: %s, want %s", got, want)
+	}
+	if got := one(t, res, "before"); !strings.HasPrefix(got, want+" ") {
+		t.Errorf("after Enter: %s, want %s", got, want)
 	}
 	after := one(t, res, "after")
 	if !strings.HasPrefix(after, "caps 0x0 ") {
@@ -425,9 +468,9 @@ func TestEnvKept(t *testing.T) {
 	}
 }
 
-// TestOpenProcRoot: only a real procfs that hides nothing keeps the
-// capabilities for the scan.
-func TestOpenProcRoot(t *testing.T) {
+// TestScannable: only the root of a real procfs that hides nothing keeps
+// the capabilities for the scan.
+func TestScannable(t *testing.T) {
 	privtest.RequireRoot(t)
 	u := privtest.EnsureUser(t)
 	dir := privtest.PublicDir(t)
@@ -456,7 +499,10 @@ func TestOpenProcRoot(t *testing.T) {
 		why        string
 	}{
 		{"/proc", "/proc", "true", ""},
-		{"fake tree", fake, "false", "is not a procfs mount"},
+		{"fake tree", fake, "false", "is not the root of a procfs mount"},
+		{"/proc/self/fd: on procfs, not its root", "/proc/self/fd", "false", "is not the root of a procfs mount"},
+		{"/proc/self/root: a magic link out of procfs", "/proc/self/root", "false", "is not the root of a procfs mount"},
+		{"/proc/self/task/..: procfs, a process directory", "/proc/self/task/..", "false", "is not the root of a procfs mount"},
 		{"hidepid=2", mounted["hidepid2"], "false", "has hidepid=invisible"},
 		{"hidepid=2 with the user's gid", mounted["hidepid2-gid"], "true", ""},
 		{"subset=pid", mounted["subset"], "true", ""},
@@ -482,7 +528,7 @@ func TestOpenProcRoot(t *testing.T) {
 		}
 		res := runHelper(t, false, "procroot", private)
 		if got := one(t, res, "procroot"); got != "permission denied" {
-			t.Errorf("OpenProcRoot(%s) = %q, want permission denied", private, got)
+			t.Errorf("proc.Open(%s) = %q, want permission denied", private, got)
 		}
 	})
 }

@@ -10,31 +10,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memwho/memwho/internal/proc"
 )
-
-// ProcRoot is a procfs tree (normally /proc) the user asked memwho to
-// scan, opened with the user's identity.
-type ProcRoot struct {
-	// Path is what the scanner should open. For a tree that may be
-	// scanned with privilege it is /proc/self/fd/N, which reopens the
-	// very directory the user was allowed to open (no symlink swapped in
-	// between); otherwise it is the path the user gave.
-	Path string
-	// Privileged reports whether the scan may keep its capabilities.
-	// It is false when the process is not elevated, and when the tree
-	// is not a procfs (a directory anybody can fill with symlinks to
-	// files the user cannot read) or is a procfs mounted with hidepid=
-	// that hides processes from this user: there the user sees what the
-	// mount lets them see, and Why says so.
-	Privileged bool
-	// Why explains a false Privileged for an elevated process, for a
-	// notice or a test; "" otherwise.
-	Why string
-	// Mount describes the procfs mount options; zero for other trees.
-	Mount ProcMount
-
-	f *os.File
-}
 
 // ProcMount holds the options of a procfs mount that decide what an
 // unprivileged user sees (proc(5)).
@@ -54,52 +32,26 @@ func (m ProcMount) Hides() bool {
 	return m.Hidepid != "" && m.Hidepid != "off" && m.Hidepid != "0"
 }
 
-// OpenProcRoot opens dir for a scan. When the process is elevated the
-// directory is opened with the user's identity (see [OpenFile]): a
-// directory the user cannot open is an error, as for any other path. The
-// caller keeps the ProcRoot open until the scanner has opened Path, then
-// closes it.
-func OpenProcRoot(dir string) (*ProcRoot, error) {
-	f, err := OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+// Scannable decides whether the procfs tree fs may be read with
+// privilege, and why not. Only the root of a real procfs instance
+// qualifies (a directory the user filled, or a directory inside procfs
+// such as /proc/self/fd, could hold links to files the user may not
+// read), and only when its mount hides no process from the user: under
+// hidepid= the user sees what the mount lets them see, and
+// CAP_SYS_PTRACE would show them the rest. A tree that does not qualify
+// is read with the user's own rights.
+func Scannable(fs *proc.FS) (ok bool, why string) {
+	if !fs.IsProcfsRoot() {
+		return false, fs.Root() + " is not the root of a procfs mount; it is read with your own permissions"
+	}
+	m, err := mountOf(fs.Fd())
 	if err != nil {
-		return nil, err
+		return false, "the options of the procfs mount at " + fs.Root() + " are unknown (" + err.Error() + "); it is read with your own permissions"
 	}
-	r := &ProcRoot{Path: dir, f: f}
-	if !Elevated() {
-		return r, nil
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(int(f.Fd()), &sfs); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	if sfs.Type != unix.PROC_SUPER_MAGIC {
-		r.Why = dir + " is not a procfs mount; it is read with your own permissions"
-		return r, nil
-	}
-	m, err := mountOf(f)
-	if err != nil {
-		r.Why = "the options of the procfs mount at " + dir + " are unknown (" + err.Error() + "); it is read with your own permissions"
-		return r, nil
-	}
-	r.Mount = m
 	if m.Hides() && !inGroup(m.GID) {
-		r.Why = fmt.Sprintf("the procfs mount at %s has hidepid=%s; it is read with your own permissions", dir, m.Hidepid)
-		return r, nil
+		return false, fmt.Sprintf("the procfs mount at %s has hidepid=%s; it is read with your own permissions", fs.Root(), m.Hidepid)
 	}
-	r.Privileged = true
-	r.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	return r, nil
-}
-
-// Close closes the directory opened by OpenProcRoot.
-func (r *ProcRoot) Close() error {
-	if r == nil || r.f == nil {
-		return nil
-	}
-	err := r.f.Close()
-	r.f = nil
-	return err
+	return true, ""
 }
 
 // inGroup reports whether the real user is a member of gid.
@@ -114,12 +66,12 @@ func inGroup(gid int) bool {
 	return err == nil && slices.Contains(groups, gid)
 }
 
-// mountOf finds the procfs mount f lies on in /proc/self/mountinfo (by
-// device number: every procfs instance has its own) and returns its
-// super-block options.
-func mountOf(f *os.File) (ProcMount, error) {
+// mountOf finds the procfs mount the directory fd lies on in
+// /proc/self/mountinfo (by device number: every procfs instance has its
+// own) and returns its super-block options.
+func mountOf(fd int) (ProcMount, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return ProcMount{}, fmt.Errorf("stat: %w", err)
 	}
 	dev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))

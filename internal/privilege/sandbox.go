@@ -3,10 +3,10 @@ package privilege
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+
+	"github.com/memwho/memwho/internal/proc"
 )
 
 // Sandbox confines the rest of the process with Landlock (on every
@@ -36,40 +36,33 @@ func Sandbox(roDirs ...string) error {
 }
 
 // CanReadRollup reports whether the process can read the smaps_rollup of
-// process pid under the procfs tree root (opening it is not enough: the
-// kernel checks access on read).
-func CanReadRollup(root string, pid int) bool {
-	f, err := os.Open(filepath.Join(root, strconv.Itoa(pid), "smaps_rollup"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [256]byte
-	n, err := f.Read(b[:])
-	return err == nil && n > 0
+// process pid in the tree fs (opening it is not enough: the kernel
+// checks access on read).
+func CanReadRollup(fs *proc.FS, pid int) bool {
+	r := fs.NewReader()
+	defer r.Close()
+	r.Select(pid)
+	var ru proc.Rollup
+	return r.SmapsRollup(&ru) == nil
 }
 
-// ReadableRollup returns the lowest PID under root, other than the
-// calling process, whose smaps_rollup the process can read now, or 0 if
-// none among the first few hundred entries is. It picks the process to
-// probe with [CanReadRollup] after [Sandbox].
-func ReadableRollup(root string) int {
-	d, err := os.Open(root)
+// ReadableRollup returns the lowest PID in fs, other than the calling
+// process, whose smaps_rollup the process can read now, or 0 if none
+// among the first few hundred is. It picks the process to probe with
+// [CanReadRollup] after [Sandbox].
+func ReadableRollup(fs *proc.FS) int {
+	pids, _, err := fs.PIDs(nil, nil)
 	if err != nil {
 		return 0
 	}
-	defer d.Close()
-	names, _ := d.Readdirnames(512)
 	self := os.Getpid()
-	best := 0
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid == self || (best != 0 && pid >= best) {
-			continue
+	for i, pid := range pids {
+		if i >= 512 {
+			break
 		}
-		if CanReadRollup(root, pid) {
-			best = pid
+		if pid != self && CanReadRollup(fs, pid) {
+			return pid
 		}
 	}
-	return best
+	return 0
 }

@@ -27,8 +27,11 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sentinel errors. They are preallocated so that the failure paths a scan
@@ -50,32 +53,187 @@ var (
 	// ErrNotExist means the file does not exist in a directory that does:
 	// for example smaps_rollup on kernels older than 4.14.
 	ErrNotExist = errors.New("no such file")
-	// ErrTooLarge means a file exceeded MaxFileSize.
+	// ErrTooLarge means a file exceeded its size cap (MaxFileSize for
+	// smaps, MaxSmallFile for everything else).
 	ErrTooLarge = errors.New("file too large")
+	// ErrNotRegular means a path beneath the tree is a symlink, a
+	// directory, a FIFO, a device or a socket where a file was expected.
+	// A real procfs never has one there; a fake tree may, and memwho
+	// reads none of them (a FIFO would block, /dev/zero never ends, a
+	// symlink could point anywhere).
+	ErrNotRegular = errors.New("not a regular file")
 )
 
-// MaxFileSize bounds how far a Reader grows its buffer for one file, in
-// bytes. smaps of a process with a hundred thousand mappings is about
-// 30 MiB; nothing we read legitimately comes near this bound.
+// MaxFileSize bounds how far a Reader grows its buffer for smaps, in
+// bytes: smaps of a process with a hundred thousand mappings is about
+// 30 MiB.
 const MaxFileSize = 256 << 20
 
-// FS is an open procfs tree.
+// MaxSmallFile bounds every other file, in bytes. status, stat, comm,
+// cgroup and smaps_rollup are a few KiB; a command line longer than this
+// is cut off from naming, nothing else.
+const MaxSmallFile = 4 << 20
+
+// DefaultRoot is where the kernel's procfs is mounted.
+const DefaultRoot = "/proc"
+
+// procRootIno is the inode number of the root directory of every procfs
+// instance (PROC_ROOT_INO in fs/proc/internal.h). /proc/self/fd and every
+// other directory inside procfs have other numbers.
+const procRootIno = 1
+
+// FS is an open procfs tree: the one value by which memwho names the
+// tree it reads. Every file beneath it is opened relative to its
+// descriptor, without following a symbolic link (openat2 with
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has it, O_NOFOLLOW
+// on the last component otherwise), never blocking (O_NONBLOCK), and
+// read only up to a size cap. In a tree that is not the root of a real
+// procfs, a file must also be a regular file to be read at all.
 type FS struct {
 	root string
 	fd   int
+	// real reports that fd is the root directory of a procfs instance.
+	real bool
+	// resolve reports that the kernel has openat2 (Linux 5.6+).
+	resolve bool
 }
 
-// Open opens the procfs tree at root (normally "/proc").
+// Open opens the procfs tree at root (normally DefaultRoot) with the
+// caller's own rights, and checks once whether it is the root of a real
+// procfs (see [FS.IsProcfsRoot]).
 func Open(root string) (*FS, error) {
 	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	return &FS{root: root, fd: fd}, nil
+	fs := &FS{root: root, fd: fd}
+	var sfs unix.Statfs_t
+	var st unix.Stat_t
+	if unix.Fstatfs(fd, &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC &&
+		unix.Fstat(fd, &st) == nil && st.Ino == procRootIno {
+		fs.real = true
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolveFlags}
+	if cfd, err := unix.Openat2(fd, ".", &how); err == nil {
+		unix.Close(cfd)
+		fs.resolve = true
+	}
+	return fs, nil
 }
+
+// resolveFlags keeps openat2 beneath the tree and off every symbolic link
+// (procfs magic links such as /proc/PID/cwd included).
+const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS
+
+// openFlags are added to every open beneath the tree.
+const openFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOCTTY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 // Root returns the path FS was opened with.
 func (fs *FS) Root() string { return fs.root }
+
+// Fd returns the directory descriptor of the tree's root, for opens
+// through [FS.OpenAt]. It stays owned by fs.
+func (fs *FS) Fd() int { return fs.fd }
+
+// IsProcfsRoot reports whether the tree is the root directory of a
+// procfs instance: statfs says procfs and the inode is procfs's root
+// inode. /proc/self/fd, /proc/PID/cwd and every other directory inside
+// procfs fail the second test; a directory anybody filled fails the
+// first. Only such a tree may be read with privilege.
+func (fs *FS) IsProcfsRoot() bool { return fs.real }
+
+// OpenAt opens path (NUL-terminated, relative to dirfd, which is fs.Fd()
+// or a directory opened beneath it) under the tree's rules: no symbolic
+// link anywhere in path, never blocking, close-on-exec. With dir set the
+// path must be a directory; otherwise, in a tree that is not a real
+// procfs root, it must be a regular file (a real procfs holds nothing
+// else below a process directory). how is scratch space the caller
+// owns, so that the open does not allocate.
+func (fs *FS) OpenAt(dirfd int, path *byte, dir bool, how *unix.OpenHow) (int, error) {
+	flags := openFlags
+	if dir {
+		flags |= syscall.O_DIRECTORY
+	}
+	var fd int
+	var err error
+	if fs.resolve {
+		how.Flags, how.Mode, how.Resolve = uint64(flags), 0, resolveFlags
+		fd, err = openat2(dirfd, path, how)
+	} else {
+		fd, err = openat(dirfd, path, flags)
+	}
+	if err != nil {
+		if err == syscall.ELOOP || err == syscall.EXDEV {
+			// A symlink, or a path that would leave the tree.
+			return -1, ErrNotRegular
+		}
+		return -1, err
+	}
+	if !dir && !fs.real {
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+			syscall.Close(fd)
+			return -1, ErrNotRegular
+		}
+	}
+	return fd, nil
+}
+
+func openat2(dirfd int, path *byte, how *unix.OpenHow) (int, error) {
+	for range 16 {
+		fd, _, e := syscall.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd),
+			uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(how)), unsafe.Sizeof(*how), 0, 0)
+		// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		if e == syscall.EINTR || e == syscall.EAGAIN {
+			continue
+		}
+		if e != 0 {
+			return -1, e
+		}
+		return int(fd), nil
+	}
+	return -1, syscall.EAGAIN
+}
+
+// ReadFile reads the file at name (relative to the tree's root, e.g.
+// "sys/kernel/random/boot_id") under the tree's rules into buf[:0],
+// growing it up to max bytes, and returns it. It is for the few files
+// read outside the per-process hot path.
+func (fs *FS) ReadFile(name string, buf []byte, max int) ([]byte, error) {
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return buf[:0], err
+	}
+	var how unix.OpenHow
+	fd, err := fs.OpenAt(fs.fd, p, false, &how)
+	if err != nil {
+		return buf[:0], mapFileErrno(err)
+	}
+	defer syscall.Close(fd)
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 4096)
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= max {
+				return buf[:0], ErrTooLarge
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf[:0], mapFileErrno(err)
+		}
+		if m == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+m]
+	}
+}
 
 // Close closes the directory descriptor.
 func (fs *FS) Close() error {

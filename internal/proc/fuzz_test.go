@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,7 +22,7 @@ func refKB(v string) (uint64, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(num, 10, 64)
-	if err != nil || n > math.MaxUint64/1024 {
+	if err != nil || n > MaxBytes/1024 {
 		return 0, false
 	}
 	return n * 1024, true
@@ -62,7 +61,7 @@ func refRollup(s string) (Rollup, error) {
 			continue
 		}
 		v, ok := refKB(val)
-		if !ok {
+		if !ok || *f+v > MaxBytes {
 			return Rollup{}, ErrMalformed
 		}
 		*f += v
@@ -109,6 +108,9 @@ func FuzzParseRollup(f *testing.F) {
 	seeds(f, "smaps_rollup", "smaps")
 	f.Add("Pss: 1 kB\n")
 	f.Add("Pss: 18014398509481983 kB\n")
+	f.Add("Pss: 4398046511104 kB\n")
+	f.Add("Pss: 4398046511103 kB\nPss: 1 kB\n")
+	f.Add("Pss: 4398046511104 kB\nPss: 1 kB\n")
 	f.Add("Pss: 18014398509481984 kB\n")
 	f.Add("Pss:   12")
 	f.Fuzz(func(t *testing.T, s string) {

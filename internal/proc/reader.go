@@ -3,6 +3,8 @@ package proc
 import (
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Reader reads one process at a time. It owns a growable buffer that holds
@@ -17,6 +19,8 @@ type Reader struct {
 	held       int
 	heldSingle bool
 	buf        []byte
+	// how is openat2's argument, kept here so that opens do not allocate.
+	how unix.OpenHow
 	// path holds "PID\x00" for Open, or "PID/" plus a file name for the
 	// reads of Select.
 	path   [40]byte
@@ -40,7 +44,7 @@ func (r *Reader) Open(pid int) error {
 	p := r.path[:0]
 	p = appendInt(p, pid)
 	p = append(p, 0)
-	fd, err := openat(r.fs.fd, &p[0], syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	fd, err := r.fs.OpenAt(r.fs.fd, &p[0], true, &r.how)
 	if err != nil {
 		return mapErrno(err, ErrGone)
 	}
@@ -104,7 +108,7 @@ func (r *Reader) Hold(name string) error {
 		r.held = -1
 	}
 	dfd, path := r.at(r.pidfd, name)
-	fd, err := openat(dfd, path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY)
+	fd, err := r.fs.OpenAt(dfd, path, false, &r.how)
 	if err != nil {
 		return mapFileErrno(err)
 	}
@@ -140,11 +144,15 @@ func (r *Reader) readTaskFile(name string) ([]byte, error) {
 // middle and is read until a read returns 0.
 func (r *Reader) readFile(dirfd int, name string, single bool) ([]byte, error) {
 	dfd, path := r.at(dirfd, name)
-	fd, err := openat(dfd, path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY)
+	fd, err := r.fs.OpenAt(dfd, path, false, &r.how)
 	if err != nil {
 		return nil, mapFileErrno(err)
 	}
-	b, err := r.readFD(fd, single)
+	limit := MaxSmallFile
+	if name == "smaps\x00" {
+		limit = MaxFileSize
+	}
+	b, err := r.readFD(fd, single, limit)
 	syscall.Close(fd)
 	return b, err
 }
@@ -154,19 +162,23 @@ func (r *Reader) readHeld() ([]byte, error) {
 	if r.held < 0 {
 		return nil, ErrGone
 	}
-	b, err := r.readFD(r.held, r.heldSingle)
+	limit := MaxSmallFile
+	if !r.heldSingle {
+		limit = MaxFileSize // smaps
+	}
+	b, err := r.readFD(r.held, r.heldSingle, limit)
 	syscall.Close(r.held)
 	r.held = -1
 	return b, err
 }
 
-// readFD reads fd from its current offset to the end into r.buf; see
-// readFile for single.
-func (r *Reader) readFD(fd int, single bool) ([]byte, error) {
+// readFD reads fd from its current offset to the end into r.buf, at
+// most limit bytes; see readFile for single.
+func (r *Reader) readFD(fd int, single bool, limit int) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(r.buf) {
-			if len(r.buf) >= MaxFileSize {
+			if len(r.buf) >= limit {
 				return nil, ErrTooLarge
 			}
 			// Grow and keep reading: seq_file hands out the rest of the
@@ -245,6 +257,10 @@ func mapErrno(err error, notExist error) error {
 		return ErrDenied
 	case syscall.ENOTDIR:
 		return ErrGone
+	case syscall.EISDIR:
+		// read(2) of a directory: a fake tree with a directory where
+		// a file belongs.
+		return ErrNotRegular
 	}
 	return err
 }

@@ -128,7 +128,7 @@ func parseMemLines(b []byte, out *Rollup) error {
 			continue
 		}
 		v, ok := parseKB(line[colon+1:])
-		if !ok {
+		if !ok || *field+v > MaxBytes {
 			return ErrMalformed
 		}
 		*field += v
@@ -154,11 +154,18 @@ func parseKB(b []byte) (uint64, bool) {
 	if len(rest) != 3 || rest[0] != ' ' || rest[1] != 'k' || rest[2] != 'B' {
 		return 0, false
 	}
-	if v > (1<<64-1)/1024 {
+	if v > MaxBytes/1024 {
 		return 0, false
 	}
 	return v * 1024, true
 }
+
+// MaxBytes is the largest figure, in bytes, a memory counter may hold:
+// 4 PiB, the most physical memory x86-64's 52-bit addresses can reach. A
+// larger value is a malformed file, not memory. A sum over many
+// processes could still pass 2^64 (2^22 PIDs × 2^52 bytes), so the
+// totals in package sample saturate instead of wrapping.
+const MaxBytes = 1 << 52
 
 // parseUint parses leading decimal digits; it reports how many bytes it
 // used and fails on no digits or overflow.

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"math"
 	"os"
 	"os/exec"
@@ -45,7 +46,7 @@ func startLoad(t *testing.T, n int, spec testload.Spec) *testload.Group {
 // one is missing.
 func scanPIDs(t *testing.T, opt sample.Options, pids ...int) map[int]sample.Process {
 	t.Helper()
-	opt.Root, opt.PIDs = "/proc", pids
+	opt.FS, opt.PIDs = fstest.Open(t, "/proc"), pids
 	s, err := sample.NewScanner(opt)
 	if err != nil {
 		t.Fatalf("NewScanner: %v", err)
@@ -262,7 +263,7 @@ func TestIntegrationSwapCOW(t *testing.T) {
 // exit all the time: every scan must succeed, with vanished processes
 // counted in Gone and never reported.
 func TestIntegrationChurn(t *testing.T) {
-	s, err := sample.NewScanner(sample.Options{Root: "/proc"})
+	s, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc")})
 	if err != nil {
 		t.Fatalf("NewScanner: %v", err)
 	}
@@ -377,7 +378,7 @@ func TestIntegrationZombiesAndKernelThreads(t *testing.T) {
 		pids = append(pids, 2)
 	}
 	for _, opt := range []sample.Options{{}, {Fast: true}, {NeedUID: true}, {NoNames: true, NeedCgroup: true}, {NeedStartTime: true}} {
-		opt.Root, opt.PIDs = "/proc", pids
+		opt.FS, opt.PIDs = fstest.Open(t, "/proc"), pids
 		s, err := sample.NewScanner(opt)
 		if err != nil {
 			t.Fatal(err)

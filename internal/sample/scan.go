@@ -11,11 +11,12 @@ import (
 	"github.com/memwho/memwho/internal/proc"
 )
 
-// Options chooses what a Scanner reads. The zero value (with Root set)
+// Options chooses what a Scanner reads. The zero value (with FS set)
 // reads what the default report needs: exact figures and program names.
 type Options struct {
-	// Root is the procfs mount point, normally "/proc".
-	Root string
+	// FS is the procfs tree to read, opened and checked once by the
+	// caller, who keeps it open while the Scanner is in use.
+	FS *proc.FS
 	// Fast reads only /proc/PID/status (RSS-based estimates) and never
 	// walks page tables.
 	Fast bool
@@ -82,14 +83,11 @@ type worker struct {
 	names  map[string]string
 }
 
-// NewScanner opens the /proc tree at opt.Root.
+// NewScanner returns a Scanner of the tree opt.FS.
 func NewScanner(opt Options) (*Scanner, error) {
-	if opt.Root == "" {
-		opt.Root = "/proc"
-	}
-	fs, err := proc.Open(opt.Root)
-	if err != nil {
-		return nil, err
+	fs := opt.FS
+	if fs == nil {
+		return nil, errors.New("sample: no procfs tree given")
 	}
 	n := opt.Workers
 	if n <= 0 {
@@ -112,8 +110,14 @@ func NewScanner(opt Options) (*Scanner, error) {
 	return s, nil
 }
 
-// Close releases the /proc directory descriptor.
-func (s *Scanner) Close() error { return s.fs.Close() }
+// Close releases what the Scanner holds; the tree stays open (its
+// owner closes it).
+func (s *Scanner) Close() error {
+	for _, w := range s.workers {
+		w.r.Close()
+	}
+	return nil
+}
 
 // Scan walks every process once and fills snap, reusing snap.Procs.
 func (s *Scanner) Scan(snap *Snapshot) error {
@@ -316,7 +320,7 @@ func (s *Scanner) readDir(w *worker, pid int, p *Process) outcome {
 			return skipGone
 		case err == proc.ErrDenied:
 			result = okDenied
-		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge):
+		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge) || errors.Is(err, proc.ErrNotRegular):
 			result = okMalformed
 		default:
 			result = okDenied

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"testing"
 
 	"github.com/memwho/memwho/internal/proc/proctest"
@@ -8,7 +9,7 @@ import (
 
 func scanFixture(t *testing.T, name string, opt Options) *Snapshot {
 	t.Helper()
-	opt.Root = proctest.Root(t, "../proc/testdata/"+name+".txtar")
+	opt.FS = fstest.Open(t, proctest.Root(t, "../proc/testdata/"+name+".txtar"))
 	s, err := NewScanner(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestScanFixtures(t *testing.T) {
 // the same result from reused buffers and allocate nothing per process.
 func TestScanReuse(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	s, err := NewScanner(Options{Root: root})
+	s, err := NewScanner(Options{FS: fstest.Open(t, root)})
 	if err != nil {
 		t.Fatal(err)
 	}

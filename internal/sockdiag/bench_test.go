@@ -1,6 +1,7 @@
 package sockdiag
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"net"
 	"os"
 	"sync"
@@ -75,13 +76,14 @@ func BenchmarkEstablished(b *testing.B) {
 		b.ReportMetric(float64(set.Len()), "sockets")
 	})
 	b.Run("proc-net-fixed", func(b *testing.B) {
+		procFS := fstest.Open(b, "/proc")
 		var set InodeSet
 		var buf []byte
 		b.ReportAllocs()
 		for b.Loop() {
 			set.Reset()
 			var err error
-			if buf, err = ReadProcNet("/proc", &set, buf); err != nil {
+			if buf, err = ReadProcNet(procFS, &set, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -122,11 +124,7 @@ func BenchmarkCountFDs(b *testing.B) {
 	if err := d.Established(&set); err != nil {
 		b.Fatal(err)
 	}
-	fc, err := NewFDCounter("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fc.Close()
+	fc := NewFDCounter(fstest.Open(b, "/proc"))
 	pid := os.Getpid()
 	var n uint32
 	b.ReportAllocs()

@@ -1,38 +1,29 @@
 package sockdiag
 
 import (
-	"fmt"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memwho/memwho/internal/proc"
 )
 
 // FDCounter counts, per process, the descriptors that are sockets of an
 // InodeSet, by reading the /proc/PID/fd links. It owns its buffers: give
 // each goroutine its own.
 type FDCounter struct {
-	rootfd int
+	fs     *proc.FS
 	dirbuf []byte
 	link   [64]byte
 	path   [32]byte
+	how    unix.OpenHow
 }
 
-// NewFDCounter opens the procfs tree at root.
-func NewFDCounter(root string) (*FDCounter, error) {
-	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", root, err)
-	}
-	return &FDCounter{rootfd: fd, dirbuf: make([]byte, 16<<10)}, nil
-}
-
-// Close closes the procfs directory.
-func (c *FDCounter) Close() error {
-	if c.rootfd < 0 {
-		return nil
-	}
-	err := syscall.Close(c.rootfd)
-	c.rootfd = -1
-	return err
+// NewFDCounter returns a counter for the procfs tree fs, which stays
+// owned by the caller.
+func NewFDCounter(fs *proc.FS) *FDCounter {
+	return &FDCounter{fs: fs, dirbuf: make([]byte, 16<<10)}
 }
 
 // Count returns how many of pid's descriptors are sockets in set. It
@@ -43,7 +34,7 @@ func (c *FDCounter) Close() error {
 func (c *FDCounter) Count(pid int, set *InodeSet) (uint32, error) {
 	p := appendInt(c.path[:0], pid)
 	p = append(p, "/fd\x00"...)
-	dfd, err := openat(c.rootfd, &p[0], syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+	dfd, err := c.fs.OpenAt(c.fs.Fd(), &p[0], true, &c.how)
 	if err != nil {
 		return 0, err
 	}
@@ -111,19 +102,6 @@ func ParseSocketLink(b []byte) (uint64, bool) {
 	return v, true
 }
 
-func openat(dirfd int, path *byte, flags int) (int, error) {
-	for {
-		fd, _, e := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(path)), uintptr(flags), 0, 0, 0)
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			return -1, e
-		}
-		return int(fd), nil
-	}
-}
-
 func appendInt(b []byte, v int) []byte {
 	var tmp [20]byte
 	i := len(tmp)
@@ -143,9 +121,9 @@ func appendInt(b []byte, v int) []byte {
 // /proc (a captured tree in tests) it reads only the files: sock_diag
 // would describe the live kernel instead.
 type Source struct {
-	root string
-	d    *Dumper
-	buf  []byte
+	fs  *proc.FS
+	d   *Dumper
+	buf []byte
 	// ProcNet is true once the source has fallen back to
 	// /proc/net/tcp{,6}.
 	ProcNet bool
@@ -153,10 +131,11 @@ type Source struct {
 	DiagErr error
 }
 
-// NewSource returns a Source for the procfs tree at root.
-func NewSource(root string) *Source {
-	s := &Source{root: root}
-	if root != "/proc" {
+// NewSource returns a Source for the procfs tree fs (owned by the
+// caller).
+func NewSource(fs *proc.FS) *Source {
+	s := &Source{fs: fs}
+	if !fs.IsProcfsRoot() {
 		s.ProcNet = true
 		return s
 	}
@@ -186,7 +165,7 @@ func (s *Source) Established(set *InodeSet) error {
 		set.Reset()
 	}
 	var err error
-	s.buf, err = ReadProcNet(s.root, set, s.buf)
+	s.buf, err = ReadProcNet(s.fs, set, s.buf)
 	return err
 }
 

@@ -3,7 +3,10 @@ package sockdiag
 import (
 	"errors"
 	"fmt"
-	"syscall"
+	"os"
+	"strconv"
+
+	"github.com/memwho/memwho/internal/proc"
 )
 
 // ErrMalformed means a /proc/net/tcp line did not have the kernel's
@@ -174,57 +177,31 @@ func indexByte(b []byte, c byte) int {
 	return -1
 }
 
-// ReadProcNet adds the ESTABLISHED sockets of root/net/tcp and
-// root/net/tcp6 to set. buf is scratch space, grown as needed and
-// returned for reuse. A missing tcp6 (IPv6 disabled) is not an error.
-func ReadProcNet(root string, set *InodeSet, buf []byte) ([]byte, error) {
+// ReadProcNet adds the ESTABLISHED sockets of net/tcp and net/tcp6 of
+// the procfs tree fs to set. On a real procfs, whose net/ is a symbolic
+// link to self/net (which fs will not follow), it reads them through
+// memwho's own process directory. buf is scratch space, grown as needed
+// and returned for reuse. A missing tcp6 (IPv6 disabled) is not an error.
+func ReadProcNet(fs *proc.FS, set *InodeSet, buf []byte) ([]byte, error) {
+	dir := "net/"
+	if fs.IsProcfsRoot() {
+		dir = strconv.Itoa(os.Getpid()) + "/net/"
+	}
 	for _, f := range [...]struct {
 		name string
 		v6   bool
-	}{{"/net/tcp", false}, {"/net/tcp6", true}} {
+	}{{"tcp", false}, {"tcp6", true}} {
 		var err error
-		var n int
-		buf, n, err = readFile(root+f.name, buf)
+		buf, err = fs.ReadFile(dir+f.name, buf, proc.MaxFileSize)
 		if err != nil {
-			if f.v6 && err == syscall.ENOENT {
+			if f.v6 && (err == proc.ErrNotExist || err == proc.ErrGone) {
 				continue
 			}
-			return buf, fmt.Errorf("read %s%s: %w", root, f.name, err)
+			return buf, fmt.Errorf("read %s/%s%s: %w", fs.Root(), dir, f.name, err)
 		}
-		if err := ParseProcNet(buf[:n], f.v6, set); err != nil {
-			return buf, fmt.Errorf("parse %s%s: %w", root, f.name, err)
+		if err := ParseProcNet(buf, f.v6, set); err != nil {
+			return buf, fmt.Errorf("parse %s/%s%s: %w", fs.Root(), dir, f.name, err)
 		}
 	}
 	return buf, nil
-}
-
-// readFile reads path whole into buf, growing it.
-func readFile(path string, buf []byte) ([]byte, int, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return buf, 0, err
-	}
-	defer syscall.Close(fd)
-	if len(buf) < 64<<10 {
-		buf = make([]byte, 64<<10)
-	}
-	n := 0
-	for {
-		if n == len(buf) {
-			nb := make([]byte, 2*len(buf))
-			copy(nb, buf)
-			buf = nb
-		}
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return buf, 0, err
-		}
-		if m == 0 {
-			return buf, n, nil
-		}
-		n += m
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"slices"
 	"strconv"
@@ -159,14 +160,14 @@ func TestReadProcNetFixture(t *testing.T) {
 	var set InodeSet
 	set.Reset()
 	// No tcp6: IPv6 disabled.
-	if _, err := ReadProcNet(root, &set, nil); err != nil {
+	if _, err := ReadProcNet(fstest.Open(t, root), &set, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := setSlice(&set), []uint64{48213, 4294967296}; !slices.Equal(got, want) {
 		t.Errorf("inodes = %v, want %v", got, want)
 	}
 	os.WriteFile(root+"/net/tcp6", []byte(tcp6), 0o644)
-	s := NewSource(root)
+	s := NewSource(fstest.Open(t, root))
 	defer s.Close()
 	if !s.ProcNet {
 		t.Error("a fixture root must be read from its files")

@@ -3,6 +3,7 @@ package sockdiag
 import (
 	"bufio"
 	"fmt"
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"io"
 	"net"
 	"os"
@@ -125,11 +126,7 @@ func TestCountLive(t *testing.T) {
 	self := os.Getpid()
 	wantSelf := uint32(3 + 5 + want6)
 
-	fc, err := NewFDCounter("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
+	fc := NewFDCounter(fstest.Open(t, "/proc"))
 
 	sources := map[string]func(*InodeSet) error{
 		"sock_diag": func(s *InodeSet) error {
@@ -143,7 +140,7 @@ func TestCountLive(t *testing.T) {
 		},
 		"proc-net": func(s *InodeSet) error {
 			s.Reset()
-			_, err := ReadProcNet("/proc", s, nil)
+			_, err := ReadProcNet(fstest.Open(t, "/proc"), s, nil)
 			return err
 		},
 	}
@@ -195,11 +192,6 @@ func TestListenerNotCounted(t *testing.T) {
 		t.Skipf("sock_diag: %v", err)
 	}
 	defer d.Close()
-	fc, err := NewFDCounter("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
 	var set InodeSet
 	set.Reset()
 	if err := d.Established(&set); err != nil {

@@ -128,13 +128,14 @@ func CopyExecutable(t testing.TB, dir, name string) string {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(dir, name)
-	if err := copyFile(self, dst, 0o755); err != nil {
+	if err := CopyFile(self, dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dst
 }
 
-func copyFile(src, dst string, mode os.FileMode) error {
+// CopyFile copies src to dst with mode.
+func CopyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

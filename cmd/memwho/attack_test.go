@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memwho/memwho/internal/proc/proctest"
+)
+
+// The attacks of docs/safe.md ("Tried attacks"), each run against the
+// capability-installed binary as the unprivileged test user. Every one of
+// them read or blocked something before the boundary was rebuilt.
+
+// secretText is what a root-only file holds; no output may show it.
+const secretText = "SECRET-TOKEN-4711"
+
+// fakeTree unpacks the basic fixture into a new directory of e.dir and
+// returns it with the PIDs it holds.
+func (e *privEnv) fakeTree(t *testing.T, name string) (string, []string) {
+	t.Helper()
+	dir := mustMkdir(t, filepath.Join(e.dir, name))
+	if err := proctest.Unpack(mustArchive(t, "basic"), dir); err != nil {
+		t.Fatal(err)
+	}
+	pids, _ := filepath.Glob(filepath.Join(dir, "[0-9]*"))
+	if len(pids) == 0 {
+		t.Fatal("fixture has no processes")
+	}
+	return dir, pids
+}
+
+// secret writes a root-only file holding secretText and returns its path.
+func (e *privEnv) secret(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(e.dir, "secret-"+strconv.Itoa(time.Now().Nanosecond()))
+	if err := os.WriteFile(p, []byte(secretText+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// linkAll replaces file name of every process directory with a symlink
+// to target.
+func linkAll(t *testing.T, pids []string, name, target string) {
+	t.Helper()
+	for _, p := range pids {
+		f := filepath.Join(p, name)
+		os.Remove(f)
+		if err := os.Symlink(target, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runSh runs a shell command line as the test user, with memwho as $M
+// and extra environment variables, and returns its combined output and
+// exit code.
+func (e *privEnv) runSh(t *testing.T, env []string, script string) (string, int) {
+	t.Helper()
+	c := e.cmd()
+	// e.cmd runs setpriv ... -- memwho; run a shell instead, with memwho
+	// in $M.
+	c.Args = append(c.Args[:len(c.Args)-1], "/bin/sh", "-c", script)
+	c.Path = c.Args[0]
+	if p, err := exec.LookPath(c.Args[0]); err == nil {
+		c.Path = p
+	}
+	c.Env = append(append(c.Env, "M="+e.bin), env...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- c.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		// Only a hang guard: a blocked memwho is the failure.
+		c.Process.Kill()
+		<-done
+		t.Fatalf("%s: still running after 2 minutes (blocked?)\n%s", script, out.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+func (e *privEnv) checkAttacks(t *testing.T) {
+	secret := e.secret(t)
+
+	// Finding 1: a fake process directory the user opened on a spare
+	// descriptor, read through /proc/self/fd: it lives on procfs and
+	// lists numbers, so "7" looks like a process.
+	t.Run("fake root through /proc/self/fd", func(t *testing.T) {
+		_, pids := e.fakeTree(t, "fdroot")
+		linkAll(t, pids, "comm", secret)
+		for _, args := range []string{
+			"--conns --proc /proc/self/fd --by pid",
+			"--proc /proc/self/fd --by pid --json",
+			"--proc /proc/self/fd/7 --by pid",
+			"watch --plain --count 1 --proc /proc/self/fd --by pid",
+			"watch --plain --count 1 --conns --proc /proc/self/fd/7",
+			"serve --once --proc /proc/self/fd",
+		} {
+			out, _ := e.runSh(t, nil, "exec 7<"+pids[0]+" && exec \"$M\" "+args)
+			if strings.Contains(out, secretText) {
+				t.Errorf("memwho %s printed the root-only file:\n%s", args, out)
+			}
+		}
+	})
+	// Finding 1, second form: a link through a procfs magic link
+	// (/proc/PID/cwd of a root process) into a directory only its
+	// permissions protect.
+	t.Run("magic link through /proc/PID/cwd", func(t *testing.T) {
+		closed := mustMkdir(t, filepath.Join(e.dir, "closed"))
+		os.Chmod(closed, 0o700)
+		if err := os.WriteFile(filepath.Join(closed, "note"), []byte(secretText+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sleeper := exec.Command("sleep", "600")
+		sleeper.Dir = closed
+		if err := sleeper.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+		fake, pids := e.fakeTree(t, "magic")
+		linkAll(t, pids, "comm", fmt.Sprintf("/proc/%d/cwd/note", sleeper.Process.Pid))
+		for _, args := range []string{
+			"--proc /proc/self/fd --by pid",
+			"--proc /proc/self/fd --by pid --conns",
+			"watch --plain --count 1 --proc /proc/self/fd",
+			"serve --once --proc /proc/self/fd",
+			"--proc " + fake + " --by pid",
+		} {
+			out, _ := e.runSh(t, nil, "exec 7<"+pids[0]+" && exec \"$M\" "+args)
+			if strings.Contains(out, secretText) {
+				t.Errorf("memwho %s read through a magic link:\n%s", args, out)
+			}
+		}
+	})
+	// Finding 2: the environment and "--" as a flag's value got past a
+	// check made on argv before flag parsing.
+	t.Run("MEMWHO_PROC and -- as a value", func(t *testing.T) {
+		fake, pids := e.fakeTree(t, "argv")
+		linkAll(t, pids, "comm", secret)
+		// The agent names a process from status, and from comm when
+		// status cannot be parsed.
+		linkAll(t, pids, "status", secret)
+		own := mustMkdir(t, filepath.Join(e.dir, "own-argv"))
+		os.Chown(own, e.user.UID, e.user.GID)
+		for _, tc := range []struct {
+			env    []string
+			script string
+		}{
+			{[]string{"MEMWHO_PROC=" + fake}, `exec "$M" serve --once`},
+			{[]string{"MEMWHO_PROC=" + fake}, `exec "$M" --by pid`},
+			{nil, `exec "$M" serve --once --listen -- --proc ` + fake},
+			{nil, `exec "$M" watch --plain --count 1 --filter -- --proc ` + fake},
+			{nil, `exec "$M" watch --plain --count 1 --by pid --filter -- --proc ` + fake},
+			{nil, `exec "$M" record --once --db ` + own + `/h.db --host -- --proc ` + fake},
+			{nil, `exec "$M" --filter -- --proc ` + fake + ` --by pid`},
+		} {
+			out, _ := e.runSh(t, tc.env, tc.script)
+			if strings.Contains(out, secretText) {
+				t.Errorf("%v %s printed the root-only file:\n%s", tc.env, tc.script, out)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(own, "h.db")); err == nil && bytes.Contains(b, []byte(secretText)) {
+			t.Errorf("record stored the root-only file in its database")
+		}
+	})
+	// Finding 3: hidepid on the real /proc is honoured by every
+	// scanning command, not by report alone. The mount is made in a
+	// mount namespace of the test's own, so the host's /proc is untouched.
+	t.Run("hidepid on /proc, every command", func(t *testing.T) {
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skip("unshare (util-linux) is missing")
+		}
+		own := mustMkdir(t, filepath.Join(e.dir, "own-hidepid"))
+		os.Chown(own, e.user.UID, e.user.GID)
+		target := strconv.Itoa(e.target)
+		for _, args := range []string{
+			"--by pid --json",
+			"watch --plain --count 1 --by pid",
+			"serve --once --top-processes 1000",
+			"record --once -v --db " + own + "/h.db",
+		} {
+			c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+				`mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid=`+e.user.Name+` --regid=`+strconv.Itoa(e.user.GID)+` --init-groups -- `+e.bin+" "+args)
+			c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NO_COLOR=1"}
+			c.Dir = e.dir
+			out, err := c.CombinedOutput()
+			if err != nil && bytes.Contains(out, []byte("mount:")) {
+				t.Skipf("cannot mount a hidepid procfs here: %s", out)
+			}
+			s := string(out)
+			if strings.Contains(s, `"pids":[`+target+`]`) || strings.Contains(s, "["+target+"]") || strings.Contains(s, `pid="`+target+`"`) {
+				t.Errorf("hidepid=2: memwho %s showed root's process %s:\n%s", args, target, s)
+			}
+		}
+		// record: nothing of the target in the database either.
+		if b, err := os.ReadFile(filepath.Join(own, "h.db")); err == nil && bytes.Contains(b, []byte(hostileName[:4])) {
+			t.Logf("note: the database mentions %q (another process of that name?)", hostileName[:4])
+		}
+	})
+	// The agent and history commands keep no capability when started
+	// from the file-capability binary: their figures would reach other
+	// users, their files would be opened with privilege.
+	t.Run("serve and record hold no capability", func(t *testing.T) {
+		e.checkNoCapsAtWrite(t, 1, "serve", "--once", "--conns=false")
+		own := mustMkdir(t, filepath.Join(e.dir, "own-rec"))
+		os.Chown(own, e.user.UID, e.user.GID)
+		e.checkNoCapsAtWrite(t, 2, "record", "--count", "2", "--interval", "10ms", "-v", "--db", filepath.Join(own, "h.db"))
+	})
+	// Finding 6: non-regular files in a tree never block, never grow
+	// memory without bound.
+	t.Run("FIFO in a tree", func(t *testing.T) {
+		fake, pids := e.fakeTree(t, "fifo")
+		for _, p := range pids {
+			for _, f := range []string{"comm", "smaps_rollup", "status"} {
+				os.Remove(filepath.Join(p, f))
+				if err := syscall.Mkfifo(filepath.Join(p, f), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		out, _ := e.runSh(t, nil, `exec "$M" --proc `+fake+` --by pid`)
+		t.Logf("%s", out)
+	})
+	t.Run("symlinks to /dev/zero", func(t *testing.T) {
+		fake, pids := e.fakeTree(t, "zero")
+		linkAll(t, pids, "smaps_rollup", "/dev/zero")
+		linkAll(t, pids, "comm", "/dev/zero")
+		c := e.cmd("--proc", fake, "--by", "pid")
+		out, _ := c.CombinedOutput()
+		if rss := c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss; rss > 64<<10 {
+			t.Errorf("peak RSS %d KiB reading /dev/zero links:\n%s", rss, out)
+		}
+	})
+	t.Run("huge Pss", func(t *testing.T) {
+		fake, pids := e.fakeTree(t, "huge")
+		for i, p := range pids {
+			v := "18014398509481983" // 2^54-1 kB: wraps uint64 in bytes times 1024
+			if i%2 == 1 {
+				v = "4398046511103" // just under the 4 PiB cap
+			}
+			body := fmt.Sprintf("00400000-7fff00000000 ---p 00000000 00:00 0 [rollup]\nRss: %s kB\nPss: %s kB\nPrivate_Dirty: %s kB\nSwapPss: 0 kB\n", v, v, v)
+			if err := os.WriteFile(filepath.Join(p, "smaps_rollup"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stdout, stderr, code := e.run(t, "--proc", fake, "--by", "pid", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var r struct {
+			Groups []struct {
+				RAM uint64 `json:"ram_bytes"`
+			} `json:"groups"`
+			Total struct {
+				RAM uint64 `json:"ram_bytes"`
+			} `json:"total"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("JSON: %v\n%s", err, stdout)
+		}
+		for _, g := range r.Groups {
+			if g.RAM > r.Total.RAM {
+				t.Errorf("a row (%d) is larger than the total (%d): the sum wrapped", g.RAM, r.Total.RAM)
+			}
+		}
+	})
+	t.Run("directory in place of smaps_rollup", func(t *testing.T) {
+		fake, pids := e.fakeTree(t, "dir")
+		for _, p := range pids {
+			os.Remove(filepath.Join(p, "smaps_rollup"))
+			os.Remove(filepath.Join(p, "smaps"))
+			mustMkdir(t, filepath.Join(p, "smaps_rollup"))
+		}
+		_, stderr, code := e.run(t, "--proc", fake, "--by", "pid")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if strings.Contains(stderr, "permission denied") {
+			t.Errorf("a directory in place of smaps_rollup reported as permission denied: %s", stderr)
+		}
+	})
+	t.Run("--walk-budget NaN", func(t *testing.T) {
+		e.checkRefused(t, exitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
+	})
+}
+
+// checkNoCapsAtWrite runs memwho args as the test user with descriptor
+// fd (1 or 2) on a full pipe, and checks that while its first write there
+// blocks, no thread holds a capability.
+func (e *privEnv) checkNoCapsAtWrite(t *testing.T, fd int, args ...string) {
+	t.Helper()
+	e.capsAtWrite(t, fd, args...)
+}
