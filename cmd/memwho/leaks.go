@@ -145,7 +145,7 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, plan.db, store.OpenOptions{MustExist: true})
+	st, err := store.Open(ctx, plan.db, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		if errors.Is(err, store.ErrNoHistory) {
 			return fmt.Errorf("%w (run 'memwho record' first)", err)
