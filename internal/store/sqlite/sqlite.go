@@ -56,9 +56,12 @@ func init() {
 type DB struct {
 	db   *sql.DB
 	path string
-	ins  *sql.Stmt // samples row
-	row  *sql.Stmt // usage row
+	ins  *sql.Stmt // samples row; nil when opened read-only
+	row  *sql.Stmt // usage row; nil when opened read-only
 }
+
+// errReadOnly is what Write and Prune return on a read-only open.
+var errReadOnly = errors.New("history opened read-only")
 
 var _ store.Store = (*DB)(nil)
 
@@ -122,6 +125,9 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
+		if notADB(err) {
+			err = fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+		}
 		return fail(err)
 	}
 	// The file SQLite opened must be the one checked above: a path
@@ -225,7 +231,10 @@ func escapeURIPath(path string) string {
 func (d *DB) owned(ctx context.Context) (bool, error) {
 	var id int64
 	if err := d.db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
-		return false, fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+		if notADB(err) {
+			err = fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+		}
+		return false, err
 	}
 	if id == store.ApplicationID {
 		return true, nil
@@ -346,6 +355,9 @@ func (d *DB) migrate(ctx context.Context, mark bool) error {
 // Write stores s and its rows in one transaction. An error caused only
 // by another process holding the database wraps store.ErrBusy.
 func (d *DB) Write(ctx context.Context, s *store.Sample) (err error) {
+	if d.ins == nil {
+		return errReadOnly
+	}
 	defer func() {
 		if busy(err) {
 			err = fmt.Errorf("%w (%w)", store.ErrBusy, err)
@@ -392,6 +404,12 @@ func busy(err error) bool {
 	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 }
 
+// notADB reports whether err is SQLITE_NOTADB: the file is not SQLite.
+func notADB(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
+}
+
 // i64 stores a byte count in SQLite's signed 64-bit INTEGER.
 func i64(n uint64) int64 {
 	if n > math.MaxInt64 {
@@ -423,6 +441,9 @@ const pruneBatch = 100
 // oldest samples until the pages in use fit (see the package doc).
 func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
 	var p store.Pruned
+	if d.ins == nil {
+		return p, errReadOnly
+	}
 	if !r.Before.IsZero() {
 		n, err := d.deleteOldest(ctx, r.Host, store.Millis(r.Before), -1)
 		p.Samples += n
