@@ -200,8 +200,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("open history: %w", err)
 	}
 	defer st.Close()
+	// Names are neutralised on the way out, the same way for both
+	// stores: escaped like the report's CSV (one record per line, no
+	// control or bidi character reaches a terminal) and with formula
+	// characters defused for spreadsheets.
 	src := func(ctx context.Context, w io.Writer) error {
-		return st.ExportCSV(ctx, plan.query, plan.table, w)
+		cw := export.NewCellWriter(w, store.IsTextColumn)
+		if err := st.ExportCSV(ctx, plan.query, plan.table, cw); err != nil {
+			return err
+		}
+		return cw.Flush()
 	}
 
 	switch {

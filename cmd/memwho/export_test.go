@@ -17,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -48,7 +49,8 @@ func newHistory(path string, n int, hosts ...string) error {
 	return st.Close()
 }
 
-// storeCSV is what the store itself exports for q: the reference.
+// storeCSV is what the store itself exports for q, with its text cells
+// neutralised (export.CellWriter): the reference.
 func storeCSV(t *testing.T, db string, q store.Query, table store.Table) []byte {
 	t.Helper()
 	st, err := store.Open(context.Background(), db, store.OpenOptions{MustExist: true})
@@ -57,7 +59,11 @@ func storeCSV(t *testing.T, db string, q store.Query, table store.Table) []byte 
 	}
 	defer st.Close()
 	var buf bytes.Buffer
-	if err := st.ExportCSV(context.Background(), q, table, &buf); err != nil {
+	cw := export.NewCellWriter(&buf, store.IsTextColumn)
+	if err := st.ExportCSV(context.Background(), q, table, cw); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
