@@ -225,9 +225,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		defer mf.Abort()
 	}
 	if f.cpuprofile != "" {
-		pf, err := create(f.cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+		pf, perr := create(f.cpuprofile)
+		if perr != nil {
+			return fmt.Errorf("--cpuprofile: %w", perr)
 		}
 		defer pf.Abort()
 		if err := pprof.StartCPUProfile(pf); err != nil {
