@@ -90,9 +90,11 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 	if dirName == "" {
 		dirName = "."
 	}
+	// Errors name the target, as an open of it would: the temporary
+	// name is nobody's business, and the user never named the directory.
 	dir, err := open(dirName, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: unwrapPath(err)}
 	}
 	dfd := int(dir.Fd())
 	// A directory at the target would only fail the rename, after all
@@ -110,7 +112,7 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 		}
 		if err != nil {
 			dir.Close()
-			return nil, err
+			return nil, &os.PathError{Op: "open", Path: path, Err: unwrapPath(err)}
 		}
 		// The temporary file was opened by path; every later step uses
 		// dir. Make sure they are the same directory: someone who can
