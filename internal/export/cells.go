@@ -144,9 +144,8 @@ func (c *CellWriter) endField() {
 	case c.col < len(c.text) && c.text[c.col]:
 		v = Neutralise(v)
 	}
-	if v == "" && !c.quoted {
-		// An unquoted empty field is PostgreSQL's NULL: keep it so.
-	} else {
+	// An unquoted empty field is PostgreSQL's NULL: keep it so.
+	if v != "" || c.quoted {
 		c.out = appendField(c.out, v)
 	}
 	c.col++
