@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/testload"
 )
 
@@ -103,18 +104,21 @@ func main() {
 	g.Stop()
 }
 
+// writePIDs writes the pid list through atomicfile, like every file the
+// memwho tools create: never through a planted link, and complete or not
+// at all for whoever waits for it to appear.
 func writePIDs(name string, pids []int) error {
-	f, err := os.Create(name)
+	f, err := atomicfile.Create(name, 0o644)
 	if err != nil {
 		return err
 	}
+	defer f.Abort()
 	w := bufio.NewWriter(f)
 	for _, p := range pids {
 		fmt.Fprintln(w, p)
 	}
 	if err := w.Flush(); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	return f.Commit()
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,9 @@ Flags:
   --table T           usage (default) or samples
   --format csv        output format; csv is the only one
   --gzip              compress with gzip
-  -o, --output FILE   write to FILE instead of standard output: written as
-                      FILE.tmp and renamed when complete
+  -o, --output FILE   write to FILE instead of standard output: written
+                      under a new temporary name beside it (mode 0600) and
+                      renamed when complete
   --upload URL        upload to sftp://[user@]host[:port]/path/name.csv.gz
                       (written as name.tmp-XXXXXXXX, renamed when complete;
                       a path starting /~/ is relative to the login directory)
@@ -188,7 +188,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	st, err := store.Open(ctx, plan.db, store.OpenOptions{MustExist: true})
+	st, err := store.Open(ctx, plan.db, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		if errors.Is(err, store.ErrNoHistory) {
 			return fmt.Errorf("%w (run 'memwho record' first)", err)
@@ -196,8 +196,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("open history: %w", err)
 	}
 	defer st.Close()
+	// Names are neutralised on the way out, the same way for both
+	// stores: escaped like the report's CSV (one record per line, no
+	// control or bidi character reaches a terminal) and with formula
+	// characters defused for spreadsheets.
 	src := func(ctx context.Context, w io.Writer) error {
-		return st.ExportCSV(ctx, plan.query, plan.table, w)
+		cw := export.NewCellWriter(w, store.IsTextColumn)
+		if err := st.ExportCSV(ctx, plan.query, plan.table, cw); err != nil {
+			return err
+		}
+		return cw.Flush()
 	}
 
 	switch {
@@ -227,30 +235,22 @@ var prepareUpload = func(f *exportFlags, opt export.Options, stderr io.Writer) (
 	return nil, usagef("--upload: this memwho was built without SFTP support (-tags nosftp)")
 }
 
-// writeFileAtomic writes name through write: into name.tmp, synced and
-// renamed over name when write succeeds, removed when it fails. Nothing
-// partial ever carries the final name.
-func writeFileAtomic(name string, write func(w io.Writer) error) (err error) {
-	tmp := name + ".tmp"
-	f, err := createOutput(tmp)
+// writeFileAtomic writes name through write: into a new temporary file
+// beside it (created as the user, O_EXCL, a random name, mode 0600),
+// synced and renamed over name when write and every write to the file
+// succeed, removed otherwise. Nothing partial ever carries the final
+// name, and a failed export leaves an older file of that name intact.
+func writeFileAtomic(name string, write func(w io.Writer) error) error {
+	f, err := createOutput(name)
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer f.Abort()
 	if err := write(f); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return fmt.Errorf("-o %s: %w", name, err)
 	}
-	// The rename must not reach the disk before the data does.
-	if err := f.Sync(); err != nil {
-		return err
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("-o: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
+	return nil
 }

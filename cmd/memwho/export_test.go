@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -47,7 +49,8 @@ func newHistory(path string, n int, hosts ...string) error {
 	return st.Close()
 }
 
-// storeCSV is what the store itself exports for q: the reference.
+// storeCSV is what the store itself exports for q, with its text cells
+// neutralised (export.CellWriter): the reference.
 func storeCSV(t *testing.T, db string, q store.Query, table store.Table) []byte {
 	t.Helper()
 	st, err := store.Open(context.Background(), db, store.OpenOptions{MustExist: true})
@@ -56,7 +59,11 @@ func storeCSV(t *testing.T, db string, q store.Query, table store.Table) []byte 
 	}
 	defer st.Close()
 	var buf bytes.Buffer
-	if err := st.ExportCSV(context.Background(), q, table, &buf); err != nil {
+	cw := export.NewCellWriter(&buf, store.IsTextColumn)
+	if err := st.ExportCSV(context.Background(), q, table, cw); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -128,9 +135,7 @@ func TestExportSQLite(t *testing.T) {
 		if got, want := gunzipFile(t, a), storeCSV(t, db, store.Query{}, store.TableUsage); !bytes.Equal(got, want) {
 			t.Errorf("gunzipped export differs from the store's CSV (%d vs %d bytes)", len(got), len(want))
 		}
-		if _, err := os.Stat(a + ".tmp"); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s.tmp left behind: %v", a, err)
-		}
+		noTemps(t, dir)
 	})
 
 	t.Run("since until host table", func(t *testing.T) {
@@ -170,9 +175,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if b, _ := os.ReadFile(name); string(b) != "old\n" {
 		t.Errorf("after a failed write the file holds %q, want the old content", b)
 	}
-	if _, err := os.Stat(name + ".tmp"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("temporary file left behind: %v", err)
-	}
+	noTemps(t, dir)
 	if err := writeFileAtomic(name, func(w io.Writer) error {
 		_, err := io.WriteString(w, "new\n")
 		return err
@@ -181,6 +184,53 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(name); string(b) != "new\n" {
 		t.Errorf("file holds %q, want %q", b, "new\n")
+	}
+}
+
+// noTemps fails the test if dir holds a temporary file of atomicfile.
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if atomicfile.IsTemp(e.Name()) {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// TestExportSymlinkAttack: links planted where export -o writes (the old
+// fixed FILE.tmp name, and FILE itself) never make it write through them:
+// a root-owned victim file stays as it was.
+func TestExportSymlinkAttack(t *testing.T) {
+	dir := t.TempDir()
+	db := writeHistory(t, filepath.Join(dir, "history.db"), 2, "web1")
+	victimDir := t.TempDir()
+	for _, tc := range []struct{ name, link string }{
+		{"link at FILE.tmp", "out.csv.tmp"},
+		{"link at FILE", "out.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work := t.TempDir()
+			victim := filepath.Join(victimDir, strings.ReplaceAll(tc.name, " ", "_"))
+			if err := os.WriteFile(victim, []byte("root's precious file\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, filepath.Join(work, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(work, "out.csv")
+			if _, errOut, code := memwho("export", "--db", db, "-o", out); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "root's precious file\n" {
+				t.Errorf("victim now holds %.80q", b)
+			}
+			st, err := os.Lstat(out)
+			if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+				t.Errorf("out.csv: %v %v, want a regular file, mode 0600", st.Mode(), err)
+			}
+			noTemps(t, work)
+		})
 	}
 }
 

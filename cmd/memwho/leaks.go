@@ -141,7 +141,7 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, plan.db, store.OpenOptions{MustExist: true})
+	st, err := store.Open(ctx, plan.db, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		if errors.Is(err, store.ErrNoHistory) {
 			return fmt.Errorf("%w (run 'memwho record' first)", err)
@@ -353,42 +353,44 @@ func formatSpan(d time.Duration) string {
 }
 
 // jsonLeak is one entry of the JSON output; sizes in bytes, rates in
-// bytes per hour, times in RFC 3339, durations in seconds.
+// bytes per hour, times in RFC 3339, durations in seconds. Names are
+// report.String: escaped as in every JSON memwho writes (controls, bidi
+// and other invisible characters as \uXXXX).
 type jsonLeak struct {
-	Kind               string   `json:"kind"`
-	Key                string   `json:"key"`
-	Host               string   `json:"host"`
-	PID                int      `json:"pid,omitempty"`
-	StartTime          uint64   `json:"start_time,omitempty"`
-	Count              int      `json:"count"`
-	SlopeBytesPerHour  float64  `json:"slope_bytes_per_hour"`
-	Steady             float64  `json:"steady"`
-	R2                 float64  `json:"r2"`
-	Points             int      `json:"points"`
-	First              string   `json:"first"`
-	Last               string   `json:"last"`
-	FootprintBytes     uint64   `json:"footprint_bytes"`
-	HeadroomBytes      uint64   `json:"headroom_bytes"`
-	CgroupLimited      bool     `json:"cgroup_limited"`
-	CgroupLimitBytes   uint64   `json:"cgroup_limit_bytes,omitempty"`
-	SecondsToExhausted *float64 `json:"seconds_to_exhausted"`
+	Kind               string        `json:"kind"`
+	Key                report.String `json:"key"`
+	Host               report.String `json:"host"`
+	PID                int           `json:"pid,omitempty"`
+	StartTime          uint64        `json:"start_time,omitempty"`
+	Count              int           `json:"count"`
+	SlopeBytesPerHour  float64       `json:"slope_bytes_per_hour"`
+	Steady             float64       `json:"steady"`
+	R2                 float64       `json:"r2"`
+	Points             int           `json:"points"`
+	First              string        `json:"first"`
+	Last               string        `json:"last"`
+	FootprintBytes     uint64        `json:"footprint_bytes"`
+	HeadroomBytes      uint64        `json:"headroom_bytes"`
+	CgroupLimited      bool          `json:"cgroup_limited"`
+	CgroupLimitBytes   uint64        `json:"cgroup_limit_bytes,omitempty"`
+	SecondsToExhausted *float64      `json:"seconds_to_exhausted"`
 }
 
 func leaksJSON(w io.Writer, plan *leaksPlan, samples int, ranked []leaks.Leak) error {
 	out := struct {
-		Schema  string     `json:"schema"`
-		Host    string     `json:"host,omitempty"`
-		Since   string     `json:"since"`
-		Until   string     `json:"until"`
-		Samples int        `json:"samples"`
-		Leaks   []jsonLeak `json:"leaks"`
+		Schema  string        `json:"schema"`
+		Host    report.String `json:"host,omitempty"`
+		Since   string        `json:"since"`
+		Until   string        `json:"until"`
+		Samples int           `json:"samples"`
+		Leaks   []jsonLeak    `json:"leaks"`
 	}{
-		Schema: "memwho.leaks/v1", Host: plan.host, Samples: samples, Leaks: []jsonLeak{},
+		Schema: "memwho.leaks/v1", Host: report.String(plan.host), Samples: samples, Leaks: []jsonLeak{},
 		Since: plan.since.UTC().Format(store.TimeLayout), Until: plan.until.UTC().Format(store.TimeLayout),
 	}
 	for _, l := range ranked {
 		j := jsonLeak{
-			Kind: l.Kind.String(), Key: l.Key, Host: l.Host, PID: l.PID, StartTime: l.StartTime, Count: l.Count,
+			Kind: l.Kind.String(), Key: report.String(l.Key), Host: report.String(l.Host), PID: l.PID, StartTime: l.StartTime, Count: l.Count,
 			SlopeBytesPerHour: math.Round(l.Slope), Steady: round3(l.Steady), R2: round3(l.R2), Points: l.N,
 			First: l.First.UTC().Format(store.TimeLayout), Last: l.Last.UTC().Format(store.TimeLayout),
 			FootprintBytes: l.Footprint, HeadroomBytes: l.Headroom, CgroupLimited: l.Limited, CgroupLimitBytes: l.Limit,

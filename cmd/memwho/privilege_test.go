@@ -159,14 +159,16 @@ func TestOpenInputOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("x")
-	f.Close()
-	f, err = openInput(p)
+	f.Write([]byte("x"))
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := openInput(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(f)
-	f.Close()
+	b, _ := io.ReadAll(in)
+	in.Close()
 	if string(b) != "x" {
 		t.Errorf("read back %q, want %q", b, "x")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -294,6 +295,14 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		// The write runs to completion even when a signal arrives: a
 		// sample is cheap to finish, and stopping is checked right after.
 		if err := st.Write(context.WithoutCancel(ctx), &s); err != nil {
+			// Only a database busy with another writer may clear up by
+			// itself; a full disk, an I/O error or a refusal by the
+			// server would lose every later sample as well, so it ends
+			// the run with an error (and a non-zero exit) instead of a
+			// warning nobody reads.
+			if !errors.Is(err, store.ErrBusy) {
+				return fmt.Errorf("sample of %s not stored: %w", s.Time.Format(time.TimeOnly), err)
+			}
 			warn.print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
@@ -188,7 +189,7 @@ func lookupUser(s string) (uint32, error) {
 	return 0, fmt.Errorf("unknown user %q", s)
 }
 
-func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("memwho", reportUsage, stderr)
 	var f reportFlags
 	f.register(fs)
@@ -203,26 +204,38 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// Every file the user named is opened before the scan (only when
 	// memwho is not elevated: see plan), so that a refused path costs
 	// nothing and the --sandbox can forbid new opens.
-	var mf *os.File
+	var mf *atomicfile.File
+	create := createOutput
+	if f.sandbox {
+		// Landlock will forbid the rename that publishes a file.
+		create = createOutputInPlace
+	}
 	if f.memprofile != "" {
 		// Record every allocation: a report allocates little, and the
 		// default rate (one sample per 512 KiB) would show none of it.
 		runtime.MemProfileRate = 1
-		if mf, err = createOutput(f.memprofile); err != nil {
+		if mf, err = create(f.memprofile); err != nil {
 			return fmt.Errorf("--memprofile: %w", err)
 		}
-		defer mf.Close()
+		defer mf.Abort()
 	}
 	if f.cpuprofile != "" {
-		pf, err := createOutput(f.cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+		pf, perr := create(f.cpuprofile)
+		if perr != nil {
+			return fmt.Errorf("--cpuprofile: %w", perr)
 		}
-		defer pf.Close()
+		defer pf.Abort()
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		defer pprof.StopCPUProfile()
+		// A profile that could not be written completely (a full disk)
+		// fails the run; it is published only when whole.
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := pf.Commit(); cerr != nil && err == nil {
+				err = fmt.Errorf("--cpuprofile: %w", cerr)
+			}
+		}()
 	}
 
 	procFS, err := enterScan("report", f.procDir, f.conns, stderr)
@@ -307,16 +320,30 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
 			return fmt.Errorf("--memprofile: %w", err)
 		}
+		if err := mf.Commit(); err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
 	}
 	return nil
 }
 
-// createOutput creates (or truncates) a file the user asked us to write.
+// createOutput starts a file the user asked us to write: a new temporary
+// file beside path, mode 0600, renamed over path by Commit (see package
+// atomicfile); the caller must Commit or Abort it.
+//
 // When memwho runs with more privilege than its user, the file is opened
 // with the user's identity (privilege.OpenFile): it succeeds exactly when
 // the user could have created it, and the new file is the user's.
-func createOutput(path string) (*os.File, error) {
-	return privilege.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func createOutput(path string) (*atomicfile.File, error) {
+	return atomicfile.CreateWith(path, 0, privilege.OpenFile)
+}
+
+// createOutputInPlace is createOutput for a run that will be sandboxed
+// (--sandbox) before it commits: it writes path itself, never through a
+// symlink, because Landlock forbids the rename (see
+// atomicfile.CreateInPlace). A failed write still fails the run.
+func createOutputInPlace(path string) (*atomicfile.File, error) {
+	return atomicfile.CreateInPlace(path, 0, privilege.OpenFile)
 }
 
 // openInput opens a file the user asked us to read, with the user's

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
@@ -170,10 +172,34 @@ func appendJSONString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
+// AppendJSONString appends s as a quoted JSON string escaped the way
+// every JSON memwho writes is (see appendJSONStringBody): it decodes to
+// exactly s, and printing it raw moves no cursor and reorders no text.
+// Bytes of s that are not valid UTF-8 become U+FFFD, as encoding/json
+// does; callers that must keep them exact carry the bytes separately
+// (JSON's key_base64).
+func AppendJSONString(buf []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return appendJSONString(buf, s)
+}
+
+// String is a string that encoding/json writes with AppendJSONString's
+// escapes, for the JSON memwho builds with encoding/json (leaks --json):
+// every JSON output then escapes names the same way.
+type String string
+
+// MarshalJSON implements json.Marshaler.
+func (s String) MarshalJSON() ([]byte, error) {
+	return AppendJSONString(nil, string(s)), nil
+}
+
 // appendJSONStringBody escapes the quote, the backslash, C0 controls and
-// DEL, and the runes Sanitize escapes (C1, bidi controls, U+2028/U+2029),
-// all as \uXXXX except \" and \\. The JSON decodes to exactly s; the
-// escapes only keep the raw text harmless on a terminal.
+// DEL, and the runes Sanitize escapes (C1, bidi and other invisible
+// format characters, U+2028/U+2029), all as \uXXXX (a UTF-16 surrogate
+// pair beyond U+FFFF) except \" and \\. The JSON decodes to exactly s;
+// the escapes only keep the raw text harmless on a terminal.
 func appendJSONStringBody(buf []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
@@ -198,12 +224,23 @@ func appendJSONStringBody(buf []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if unsafeRune(r) {
 			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u',
-				hexDigits[r>>12&0xf], hexDigits[r>>8&0xf],
-				hexDigits[r>>4&0xf], hexDigits[r&0xf])
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				buf = appendJSONEscape(buf, hi)
+				buf = appendJSONEscape(buf, lo)
+			} else {
+				buf = appendJSONEscape(buf, r)
+			}
 			start = i + size
 		}
 		i += size
 	}
 	return append(buf, s[start:]...)
+}
+
+// appendJSONEscape appends \uXXXX for r <= U+FFFF.
+func appendJSONEscape(buf []byte, r rune) []byte {
+	return append(buf, '\\', 'u',
+		hexDigits[r>>12&0xf], hexDigits[r>>8&0xf],
+		hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }

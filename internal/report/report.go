@@ -16,6 +16,7 @@ import (
 	"io"
 	"math/bits"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
@@ -135,8 +136,13 @@ const hexDigits = "0123456789abcdef"
 //	        part of valid UTF-8
 //	\uNNNN  a valid UTF-8 encoded C1 control (U+0080–U+009F), a Unicode
 //	        bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E,
-//	        U+2066–U+2069), which could make a name display reversed, or a
-//	        line or paragraph separator (U+2028, U+2029)
+//	        U+2066–U+2069), which could make a name display reversed, any
+//	        other invisible format character (Unicode category Cf: zero
+//	        width space and joiners, U+FEFF, soft hyphen...), which could
+//	        make two names look alike, or a line or paragraph separator
+//	        (U+2028, U+2029)
+//	\U00NNNNNN  such a character beyond U+FFFF (the Cf tag characters
+//	        U+E0001–U+E007F, for example)
 //
 // Hex digits are lower case. Every other byte is copied, so plain names
 // are unchanged. The mapping is injective: the raw bytes can be recovered
@@ -174,6 +180,12 @@ func Sanitize(dst []byte, s string) []byte {
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 		case unsafeRune(r):
 			dst = append(dst, s[start:i]...)
+			if r > 0xffff {
+				dst = append(dst, '\\', 'U', '0', '0',
+					hexDigits[r>>20&0xf], hexDigits[r>>16&0xf], hexDigits[r>>12&0xf],
+					hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+				break
+			}
 			dst = append(dst, '\\', 'u',
 				hexDigits[r>>12&0xf], hexDigits[r>>8&0xf],
 				hexDigits[r>>4&0xf], hexDigits[r&0xf])
@@ -189,9 +201,12 @@ func Sanitize(dst []byte, s string) []byte {
 
 // unsafeRune reports whether r, a valid non-ASCII rune, must be escaped:
 // C1 controls (some terminals act on them), bidirectional controls and
-// the Unicode line and paragraph separators.
+// other invisible format characters (category Cf), and the Unicode line
+// and paragraph separators.
 func unsafeRune(r rune) bool {
 	switch {
+	case unicode.Is(unicode.Cf, r):
+		return true
 	case r >= 0x80 && r <= 0x9f:
 		return true
 	case r == 0x061c, r == 0x200e, r == 0x200f:

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -51,6 +52,16 @@ func unescape(s string) (string, error) {
 			}
 			b.WriteRune(rune(v))
 			i += 4
+		case 'U':
+			if i+8 >= len(s) {
+				return "", errors.New("short \\U escape")
+			}
+			v, err := strconv.ParseUint(s[i+1:i+9], 16, 32)
+			if err != nil || strings.ToLower(s[i+1:i+9]) != s[i+1:i+9] || v <= 0xffff {
+				return "", errors.New("bad \\U escape")
+			}
+			b.WriteRune(rune(v))
+			i += 8
 		default:
 			return "", errors.New("unknown escape \\" + string(s[i]))
 		}
@@ -122,6 +133,7 @@ func FuzzSanitize(f *testing.F) {
 	for _, s := range []string{
 		"", "sshd", "a\nb", "\x1b[31m", "\xff", "\u0085", "\u202e", `\x41`, `\\`,
 		"\xc2\x85", "\xc2", "\xe2\x80\xae", "\x7f", "tab\there", "\u2028",
+		"zero\u200bwidth", "\ufeffbom", "tag\U000e0041", "\u00adsoft",
 	} {
 		f.Add(s)
 	}
@@ -151,4 +163,40 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("Sanitize(%q, %q) = %q, want prefix kept", pre, s, got)
 		}
 	})
+}
+
+// TestInvisibleFormatCharacters: bidi controls and the other invisible
+// format characters (category Cf) are escaped for the terminal and in
+// JSON, and JSON still decodes to the exact name.
+func TestInvisibleFormatCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name, sanitized, json string
+	}{
+		{"evil\u202etxt.exe", `evil\u202etxt.exe`, `"evil\u202etxt.exe"`},
+		{"a\u2066b\u2069", `a\u2066b\u2069`, `"a\u2066b\u2069"`},
+		{"\u200eltr\u061c", `\u200eltr\u061c`, `"\u200eltr\u061c"`},
+		{"ssh\u200bd", `ssh\u200bd`, `"ssh\u200bd"`},
+		{"\ufeffx\u00ad", `\ufeffx\u00ad`, `"\ufeffx\u00ad"`},
+		{"tag\U000e0041", `tag\U000e0041`, `"tag\udb40\udc41"`},
+		{"caf\u00e9 \u65e5\u672c", "caf\u00e9 \u65e5\u672c", "\"caf\u00e9 \u65e5\u672c\""},
+	} {
+		if got := string(Sanitize(nil, tc.name)); got != tc.sanitized {
+			t.Errorf("Sanitize(%+q) = %s, want %s", tc.name, got, tc.sanitized)
+		}
+		got := AppendJSONString(nil, tc.name)
+		if string(got) != tc.json {
+			t.Errorf("AppendJSONString(%+q) = %s, want %s", tc.name, got, tc.json)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || back != tc.name {
+			t.Errorf("JSON %s decodes to %+q, %v; want %+q", got, back, err, tc.name)
+		}
+	}
+	// encoding/json through String uses the same escapes.
+	b, err := json.Marshal(struct {
+		K String `json:"k"`
+	}{"a\u202eb\x1b"})
+	if err != nil || string(b) != `{"k":"a\u202eb\u001b"}` {
+		t.Errorf("json.Marshal(String) = %s, %v", b, err)
+	}
 }

@@ -16,6 +16,17 @@ var UsageColumns = []string{"time", "host", "kind", "key", "pid", "start_time", 
 // part of the export format: append new columns at the end only.
 var SampleColumns = []string{"time", "host", "boot_id", "mem_total", "mem_free", "mem_available", "buffers", "cached", "shmem", "swap_total", "swap_free", "hugetlb", "procs", "denied"}
 
+// IsTextColumn reports whether the CSV column named col (of UsageColumns
+// or SampleColumns) holds text rather than a number or a time: the
+// columns whose values come from outside memwho (names, host, boot id).
+func IsTextColumn(col string) bool {
+	switch col {
+	case "host", "kind", "key", "boot_id":
+		return true
+	}
+	return false
+}
+
 // TimeLayout is how CSV writes times: RFC 3339, milliseconds, UTC.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 

@@ -99,6 +99,22 @@ const SchemaVersion = 2
 // newer memwho whose schema this build does not know.
 var ErrSchemaTooNew = errors.New("history database has a newer schema than this memwho knows")
 
+// ErrBusy wraps a write that failed only because another process held
+// the database (SQLite's busy timeout ran out): the next attempt may
+// succeed. Every other write error is lasting (a full disk, an I/O
+// error, a refusal by the server).
+var ErrBusy = errors.New("history database busy")
+
+// ErrNotHistory is returned by Open for a database that holds tables
+// but is not memwho's history (another program's SQLite file, a
+// PostgreSQL schema with other tables): memwho neither reads it nor adds
+// its tables to it.
+var ErrNotHistory = errors.New("not a memwho history database")
+
+// ApplicationID marks a SQLite file as memwho's history (PRAGMA
+// application_id, set when memwho creates the file): "memw" in ASCII.
+const ApplicationID = 0x6d656d77
+
 // ErrNoHistory is returned by Open with OpenOptions.MustExist when there
 // is no database yet.
 var ErrNoHistory = errors.New("no history recorded yet")
@@ -274,6 +290,12 @@ type OpenOptions struct {
 	// MustExist makes Open fail with ErrNoHistory instead of creating a
 	// new database (readers: leaks, export).
 	MustExist bool
+	// ReadOnly opens without writing anything: no tables are created,
+	// no migration runs, and the connection itself is read-only (SQLite
+	// mode=ro and query_only, PostgreSQL default_transaction_read_only).
+	// It implies MustExist. A database whose schema is older than this
+	// build's is refused (one 'memwho record' upgrades it).
+	ReadOnly bool
 	// SpoolDir is where the PostgreSQL store keeps samples it could not
 	// write yet; "" disables spooling (Write then returns the error).
 	SpoolDir string

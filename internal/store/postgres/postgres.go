@@ -74,6 +74,10 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
+	if opt.ReadOnly {
+		// Belt and braces: the server refuses any write of a reader.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	cfg.MaxConns = 4
 	// Connections are opened on first use: Open must not fail just
 	// because the server is down.
@@ -87,6 +91,15 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	d := &DB{pool: pool, opt: opt}
+	if opt.ReadOnly {
+		// Readers (leaks, export) never create or migrate tables.
+		if err := d.checkReadable(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		d.migrated = true
+		return d, nil
+	}
 	if opt.SpoolDir != "" {
 		if d.spool, err = openSpool(opt.SpoolDir, opt.SpoolMax); err != nil {
 			pool.Close()
@@ -109,7 +122,7 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 // retryable says whether err means "the server is not there right now"
 // (worth spooling and trying again) rather than "the server refused this".
 func retryable(err error) bool {
-	if errors.Is(err, store.ErrSchemaTooNew) {
+	if errors.Is(err, store.ErrSchemaTooNew) || errors.Is(err, store.ErrNotHistory) {
 		return false
 	}
 	var pe *pgconn.PgError
@@ -139,9 +152,80 @@ func (d *DB) setDown(down bool, err error) {
 	}
 }
 
+// historyMark is the comment memwho puts on its schema_version table:
+// how it tells its tables from another program's of the same names.
+const historyMark = "memwho history"
+
+// schemaState is what the current schema holds.
+type schemaState struct {
+	version bool // a schema_version table
+	marked  bool // ... commented historyMark
+	ours    bool // samples and usage as well (memwho's, marked or from before the mark)
+	named   bool // a table named samples or usage
+	other   int  // tables with other names
+}
+
+// inspect reads schemaState of the session's current schema.
+func inspect(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (schemaState, error) {
+	var st schemaState
+	var mark *string
+	var samples, usage bool
+	err := q.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL,
+	obj_description(to_regclass('schema_version'), 'pg_class'),
+	to_regclass('samples') IS NOT NULL, to_regclass('usage') IS NOT NULL,
+	(SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
+		AND tablename NOT IN ('schema_version', 'samples', 'usage'))`).Scan(&st.version, &mark, &samples, &usage, &st.other)
+	if err != nil {
+		return st, fmt.Errorf("read schema: %w", err)
+	}
+	st.marked = mark != nil && *mark == historyMark
+	st.ours = st.version && samples && usage && (st.marked || mark == nil)
+	st.named = samples || usage
+	return st, nil
+}
+
+// errForeign describes a schema memwho will not touch.
+func errForeign(st schemaState) error {
+	if (st.version || st.named) && !st.ours {
+		return fmt.Errorf("%w: the current schema has tables named like memwho's that are not memwho's", store.ErrNotHistory)
+	}
+	return fmt.Errorf("%w: the current schema holds %d other tables; give memwho its own database, or its own schema (options=-csearch_path%%3Dmemwho in the URL)", store.ErrNotHistory, st.other)
+}
+
+// checkReadable is Open's check for readers: memwho's tables at this
+// build's version, and nothing written.
+func (d *DB) checkReadable(ctx context.Context) error {
+	st, err := inspect(ctx, d.pool)
+	if err != nil {
+		return fmt.Errorf("open PostgreSQL history: %w", err)
+	}
+	if !st.ours {
+		if !st.version && !st.named && st.other == 0 {
+			return fmt.Errorf("%w: the database holds no memwho tables", store.ErrNoHistory)
+		}
+		return errForeign(st)
+	}
+	var v int
+	if err := d.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if err := store.CheckVersion(v); err != nil {
+		return err
+	}
+	if v < store.SchemaVersion {
+		return fmt.Errorf("history at schema version %d, this memwho reads %d: run 'memwho record --once' to upgrade it", v, store.SchemaVersion)
+	}
+	return nil
+}
+
 func (d *DB) migrate(ctx context.Context) error {
 	if d.migrated {
 		return nil
+	}
+	if d.opt.ReadOnly {
+		return errors.New("history opened read-only")
 	}
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
@@ -152,11 +236,21 @@ func (d *DB) migrate(ctx context.Context) error {
 		return err
 	}
 	var v int
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
+	st, err := inspect(ctx, tx)
+	if err != nil {
 		return err
 	}
-	if exists {
+	// Tables of another program: memwho adds none of its own to them.
+	if !st.ours && (st.version || st.named || st.other > 0) {
+		return errForeign(st)
+	}
+	if !st.marked && st.ours {
+		// A history from before the mark: mark it.
+		if _, err := tx.Exec(ctx, `COMMENT ON TABLE schema_version IS '`+historyMark+`'`); err != nil {
+			return fmt.Errorf("mark as memwho's: %w", err)
+		}
+	}
+	if st.version {
 		err := tx.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read schema version: %w", err)
@@ -167,7 +261,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	}
 	if v == store.SchemaVersion {
 		d.migrated = true
-		return nil
+		return tx.Commit(ctx)
 	}
 	from := v
 	for _, m := range store.Migrations(store.PostgreSQL) {
@@ -183,6 +277,9 @@ func (d *DB) migrate(ctx context.Context) error {
 	}
 	if from == 0 {
 		_, err = tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, v)
+		if err == nil {
+			_, err = tx.Exec(ctx, `COMMENT ON TABLE schema_version IS '`+historyMark+`'`)
+		}
 	} else {
 		_, err = tx.Exec(ctx, `UPDATE schema_version SET version = $1`, v)
 	}

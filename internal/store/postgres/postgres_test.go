@@ -116,6 +116,73 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 
+	// Foreign: a database holding another program's tables is refused by
+	// writers and readers, and gains no table.
+	t.Run("Foreign", func(t *testing.T) {
+		for _, ddl := range []string{
+			`CREATE TABLE accounts (name text, balance integer)`,
+			`CREATE TABLE samples (x integer)`,
+		} {
+			url := srv.CreateDB(t)
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, ddl); err != nil {
+				t.Fatal(err)
+			}
+			for _, opt := range []store.OpenOptions{{}, {ReadOnly: true}, {SpoolDir: t.TempDir()}} {
+				d, err := Open(ctx, url, opt)
+				if err == nil {
+					d.Close()
+				}
+				if !errors.Is(err, store.ErrNotHistory) {
+					t.Errorf("%s: Open(%+v) = %v, want ErrNotHistory", ddl, opt, err)
+				}
+			}
+			var n int
+			conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n)
+			if n != 1 {
+				t.Errorf("%s: %d tables afterwards, want 1", ddl, n)
+			}
+			conn.Close(ctx)
+		}
+	})
+
+	// ReadOnly: readers create no table in an empty database and cannot
+	// write; a writer marks what it creates.
+	t.Run("ReadOnly", func(t *testing.T) {
+		url := srv.CreateDB(t)
+		if _, err := Open(ctx, url, store.OpenOptions{ReadOnly: true}); !errors.Is(err, store.ErrNoHistory) {
+			t.Errorf("read-only Open of an empty database = %v, want ErrNoHistory", err)
+		}
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n)
+		if n != 0 {
+			t.Errorf("a reader created %d tables", n)
+		}
+		w := open(t, url, store.OpenOptions{})
+		var mark string
+		conn.QueryRow(ctx, `SELECT obj_description('schema_version'::regclass, 'pg_class')`).Scan(&mark)
+		if mark != historyMark {
+			t.Errorf("schema_version comment = %q, want %q", mark, historyMark)
+		}
+		storetest.Write(t, w, storetest.Samples(1, "h"))
+		r := open(t, url, store.OpenOptions{ReadOnly: true})
+		if got := storetest.Read(t, r, store.Query{}); len(got) != 1 {
+			t.Errorf("reader sees %d samples, want 1", len(got))
+		}
+		s := storetest.Samples(1, "h2")
+		if err := r.Write(ctx, &s[0]); err == nil {
+			t.Error("Write through a read-only open succeeded")
+		}
+	})
+
 	t.Run("Spool", func(t *testing.T) {
 		// Stops the shared server: keep it last.
 		url := srv.CreateDB(t)

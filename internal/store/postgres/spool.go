@@ -13,14 +13,16 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/store"
 )
 
 // spool keeps samples that could not be written yet, one JSON file per
 // sample named by its time (Unix milliseconds, zero-padded, so that name
-// order is time order). A file is written under a temporary name and
-// renamed, so a crash leaves either a whole sample or a ".tmp" file that
-// is ignored and removed. The directory is bounded: beyond max bytes the
+// order is time order). A file is written through package atomicfile
+// (mode 0600, a new temporary name, synced and renamed), so a crash
+// leaves either a whole sample or a temporary file that is ignored and
+// removed, and a full disk is an error, not a truncated sample. The directory is bounded: beyond max bytes the
 // oldest samples are dropped, with a warning.
 type spool struct {
 	dir string
@@ -41,9 +43,12 @@ func openSpool(dir string, max int64) (*spool, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	// Temporary files are left only by a crash during put.
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
-	for _, t := range tmps {
-		os.Remove(t)
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if e.Type().IsRegular() && atomicfile.IsTemp(e.Name()) {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
 	}
 	return &spool{dir: dir, max: max}, nil
 }
@@ -56,13 +61,13 @@ func (sp *spool) put(s *store.Sample, warn func(string)) error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	name := fmt.Sprintf("%020d-%06d-%d%s", store.Millis(s.Time), sp.seq.Add(1)%1e6, os.Getpid(), spoolExt)
-	tmp := filepath.Join(sp.dir, name+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		os.Remove(tmp)
+	f, err := atomicfile.Create(filepath.Join(sp.dir, name), 0o600)
+	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(sp.dir, name)); err != nil {
-		os.Remove(tmp)
+	defer f.Abort()
+	f.Write(b) // a failed write fails the Commit
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	return sp.trim(warn)

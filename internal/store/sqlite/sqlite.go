@@ -36,10 +36,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/memwho/memwho/internal/store"
-	_ "modernc.org/sqlite" // registers database/sql driver "sqlite"
+	"modernc.org/sqlite" // registers database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 func init() {
@@ -53,40 +56,62 @@ func init() {
 type DB struct {
 	db   *sql.DB
 	path string
-	ins  *sql.Stmt // samples row
-	row  *sql.Stmt // usage row
+	ins  *sql.Stmt // samples row; nil when opened read-only
+	row  *sql.Stmt // usage row; nil when opened read-only
 }
+
+// errReadOnly is what Write and Prune return on a read-only open.
+var errReadOnly = errors.New("history opened read-only")
 
 var _ store.Store = (*DB)(nil)
 
-// dsnParams are applied to every connection. auto_vacuum only takes
-// effect on a new file (the driver applies it before journal_mode);
-// _txlock=immediate takes the write lock at BEGIN, so a transaction never
-// fails half-way on a lock held by another process.
-const dsnParams = "?_busy_timeout=10000&_auto_vacuum=INCREMENTAL&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
+// dsnParams are applied to every connection that may write.
+// auto_vacuum only takes effect on a new file (the driver applies it
+// before journal_mode); _txlock=immediate takes the write lock at BEGIN,
+// so a transaction never fails half-way on a lock held by another
+// process. mode=rw: SQLite opens the file memwho created or checked (see
+// Open) and never creates one itself.
+const dsnParams = "?mode=rw&_busy_timeout=10000&_auto_vacuum=INCREMENTAL&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
 
-// Open opens (creating it unless opt.MustExist) the database at path and
-// brings its schema up to date. A database with a newer schema is refused
-// with store.ErrSchemaTooNew.
+// dsnReadOnly is for readers (leaks, export): nothing can be written,
+// not even a journal mode or a vacuum setting.
+const dsnReadOnly = "?mode=ro&_busy_timeout=10000&_query_only=1"
+
+// sideFiles are the suffixes of the files SQLite keeps beside a
+// database. SQLite creates them with the database file's permission bits
+// (it copies them, whatever the umask), so a 0600 database has 0600 side
+// files; it does follow a symlink planted at one, hence the check in
+// Open.
+var sideFiles = []string{"-wal", "-shm", "-journal"}
+
+// Open opens the database at path and brings its schema up to date.
+//
+// A missing file is created by Open itself, before SQLite sees it, with
+// O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600 (history names every process
+// of every user): unless opt.MustExist or opt.ReadOnly, which make a
+// missing file store.ErrNoHistory. A path that is a symlink or not a
+// regular file is refused, and so is a symlink or other non-regular file
+// where SQLite keeps its -wal, -shm or -journal file.
+//
+// A file that holds tables but is not memwho's (PRAGMA application_id is
+// not store.ApplicationID, and it lacks memwho's tables) is refused with
+// store.ErrNotHistory and left untouched. A database with a newer schema
+// is refused with store.ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
-	if strings.ContainsRune(path, '?') {
-		return nil, fmt.Errorf("sqlite: database path %q must not contain '?'", path)
+	path = filepath.Clean(path)
+	readOnly := opt.ReadOnly
+	before, err := prepareFile(path, opt.MustExist || readOnly)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(path); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		if opt.MustExist {
-			return nil, fmt.Errorf("%w: %s does not exist", store.ErrNoHistory, path)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("create database directory: %w", err)
-		}
+	params := dsnParams
+	if readOnly {
+		params = dsnReadOnly
 	}
-	db, err := sql.Open("sqlite", path+dsnParams)
+	db, err := sql.Open("sqlite", "file:"+escapeURIPath(path)+params)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -95,19 +120,151 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
 	d := &DB{db: db, path: path}
-	if err := d.migrate(ctx); err != nil {
+	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := db.PingContext(ctx); err != nil {
+		if notADB(err) {
+			err = fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+		}
+		return fail(err)
+	}
+	// The file SQLite opened must be the one checked above: a path
+	// swapped for a symlink in between is refused.
+	if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
+		return fail(errors.New("the file changed while it was opened"))
+	}
+	own, err := d.owned(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if readOnly {
+		v, err := version(ctx, d.db)
+		if err != nil {
+			return fail(err)
+		}
+		if v == 0 {
+			db.Close()
+			return nil, fmt.Errorf("%w: %s holds none", store.ErrNoHistory, path)
+		}
+		if err := store.CheckVersion(v); err != nil {
+			return fail(err)
+		}
+		if v < store.SchemaVersion {
+			return fail(fmt.Errorf("history at schema version %d, this memwho reads %d: run 'memwho record --once' to upgrade it", v, store.SchemaVersion))
+		}
+		return d, nil
+	}
+	if err := d.migrate(ctx, !own); err != nil {
+		return fail(err)
+	}
 	if d.ins, err = db.PrepareContext(ctx, `INSERT INTO samples (ts, host, boot_id, `+memCols+`, procs, denied) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: prepare: %w", path, err)
+		return fail(fmt.Errorf("prepare: %w", err))
 	}
 	if d.row, err = db.PrepareContext(ctx, `INSERT INTO usage (sample_id, seq, kind, key, pid, start_time, count, pss, private, shared, swap, estimated, mem_limit, mem_limit_free) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: prepare: %w", path, err)
+		return fail(fmt.Errorf("prepare: %w", err))
 	}
 	return d, nil
+}
+
+// prepareFile checks the database path and its side files and, unless
+// mustExist, creates a missing database file (mode 0600, never through a
+// symlink). It returns the file's identity for the check after SQLite
+// opened it.
+func prepareFile(path string, mustExist bool) (os.FileInfo, error) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if mustExist {
+			return nil, fmt.Errorf("%w: %s does not exist", store.ErrNoHistory, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		f, cerr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if cerr != nil && !errors.Is(cerr, fs.ErrExist) {
+			return nil, fmt.Errorf("create database: %w", cerr)
+		}
+		if cerr == nil {
+			f.Close()
+		}
+		// Created now, or by a concurrent memwho: check it like any.
+		st, err = os.Lstat(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, st); err != nil {
+		return nil, err
+	}
+	for _, suffix := range sideFiles {
+		if st, err := os.Lstat(path + suffix); err == nil {
+			if err := regular(path+suffix, st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return st, nil
+}
+
+func regular(path string, st os.FileInfo) error {
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: give the path of the database itself", path)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
+}
+
+// escapeURIPath escapes what SQLite's URI parser would take for
+// something else in a file: URI ("%", "?" and "#").
+func escapeURIPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
+// owned reports whether the database is marked as memwho's (PRAGMA
+// application_id). An unmarked file is accepted when it is empty (new)
+// or holds memwho's tables (created before the mark existed); anything
+// else is store.ErrNotHistory. A file that is not SQLite at all fails
+// here too.
+func (d *DB) owned(ctx context.Context) (bool, error) {
+	var id int64
+	if err := d.db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&id); err != nil {
+		if notADB(err) {
+			err = fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+		}
+		return false, err
+	}
+	if id == store.ApplicationID {
+		return true, nil
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return false, fmt.Errorf("%w (%v)", store.ErrNotHistory, err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return false, err
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	if id != 0 {
+		return false, fmt.Errorf("%w: its application id is %#x, memwho's is %#x", store.ErrNotHistory, id, store.ApplicationID)
+	}
+	if len(names) == 0 || (slices.Contains(names, "schema_version") && slices.Contains(names, "samples") && slices.Contains(names, "usage")) {
+		return false, nil
+	}
+	if len(names) > 5 {
+		names = append(names[:5], "...")
+	}
+	return false, fmt.Errorf("%w: it holds other tables (%s)", store.ErrNotHistory, strings.Join(names, ", "))
 }
 
 const memCols = `mem_total, mem_free, mem_available, buffers, cached, shmem, swap_total, swap_free, hugetlb`
@@ -142,13 +299,15 @@ func version(ctx context.Context, q querier) (int, error) {
 }
 
 // migrate runs the missing migrations in one immediate transaction, so
-// two memwho processes opening a new file do not both create it.
-func (d *DB) migrate(ctx context.Context) error {
+// two memwho processes opening a new file do not both create it. With
+// mark it also sets PRAGMA application_id (a new file, or one written
+// before memwho marked its files).
+func (d *DB) migrate(ctx context.Context, mark bool) error {
 	v, err := version(ctx, d.db)
 	if err != nil {
 		return err
 	}
-	if err := store.CheckVersion(v); err != nil || v == store.SchemaVersion {
+	if err := store.CheckVersion(v); err != nil || (v == store.SchemaVersion && !mark) {
 		return err
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -156,6 +315,11 @@ func (d *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback()
+	if mark {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA application_id = %d`, store.ApplicationID)); err != nil {
+			return fmt.Errorf("mark as memwho's: %w", err)
+		}
+	}
 	// Read again under the write lock: another process may have migrated.
 	if v, err = version(ctx, tx); err != nil {
 		return err
@@ -175,9 +339,11 @@ func (d *DB) migrate(ctx context.Context) error {
 		}
 		v = m.Version
 	}
-	if from == 0 {
+	switch {
+	case from == v:
+	case from == 0:
 		_, err = tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v)
-	} else {
+	default:
 		_, err = tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
 	}
 	if err != nil {
@@ -186,8 +352,17 @@ func (d *DB) migrate(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// Write stores s and its rows in one transaction.
-func (d *DB) Write(ctx context.Context, s *store.Sample) error {
+// Write stores s and its rows in one transaction. An error caused only
+// by another process holding the database wraps store.ErrBusy.
+func (d *DB) Write(ctx context.Context, s *store.Sample) (err error) {
+	if d.ins == nil {
+		return errReadOnly
+	}
+	defer func() {
+		if busy(err) {
+			err = fmt.Errorf("%w (%w)", store.ErrBusy, err)
+		}
+	}()
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write sample: %w", err)
@@ -216,6 +391,23 @@ func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 		return fmt.Errorf("write sample: commit: %w", err)
 	}
 	return nil
+}
+
+// busy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED
+// (any extended code of them).
+func busy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// notADB reports whether err is SQLITE_NOTADB: the file is not SQLite.
+func notADB(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB
 }
 
 // i64 stores a byte count in SQLite's signed 64-bit INTEGER.
@@ -249,6 +441,9 @@ const pruneBatch = 100
 // oldest samples until the pages in use fit (see the package doc).
 func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
 	var p store.Pruned
+	if d.ins == nil {
+		return p, errReadOnly
+	}
 	if !r.Before.IsZero() {
 		n, err := d.deleteOldest(ctx, r.Host, store.Millis(r.Before), -1)
 		p.Samples += n
