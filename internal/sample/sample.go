@@ -93,26 +93,66 @@ type Process struct {
 
 // Meminfo holds the host-wide figures from /proc/meminfo, in bytes.
 type Meminfo struct {
-	MemTotal     uint64
-	MemFree      uint64
+	MemTotal uint64
+	MemFree  uint64
+	// MemAvailable is the kernel's MemAvailable line or, where it is
+	// missing, the same estimate computed from other lines (see
+	// Available).
 	MemAvailable uint64
 	Buffers      uint64
 	Cached       uint64
 	Shmem        uint64
 	SwapTotal    uint64
 	SwapFree     uint64
+	// SwapCached is memory that is both in RAM and in swap: swapped
+	// back in, its swap slot still held. No process's SwapPss counts it.
+	SwapCached uint64
 	// Hugetlb is the total of all huge page pools (the Hugetlb: line, or
 	// HugePages_Total x Hugepagesize on kernels without it).
 	Hugetlb uint64
+	// Available says where MemAvailable came from.
+	Available AvailableSource
+}
+
+// AvailableSource says where Meminfo.MemAvailable came from.
+type AvailableSource uint8
+
+const (
+	// AvailableKernel is the MemAvailable line of /proc/meminfo.
+	AvailableKernel AvailableSource = iota
+	// AvailableEstimated is computed as the kernel computes MemAvailable
+	// (proc.EstimateAvailable), with the zone watermarks of
+	// /proc/zoneinfo: the line was missing (kernels before 3.14, some
+	// containers' fake meminfo).
+	AvailableEstimated
+	// AvailableUpperBound is the same computation without the zone
+	// watermarks, /proc/zoneinfo being unreadable too: it overstates
+	// what is available by up to the low watermarks and the
+	// allocator's reserve.
+	AvailableUpperBound
+)
+
+// String returns "meminfo", "estimate" or "estimate_no_watermarks", the
+// spelling of JSON's mem_available_source.
+func (a AvailableSource) String() string {
+	switch a {
+	case AvailableEstimated:
+		return "estimate"
+	case AvailableUpperBound:
+		return "estimate_no_watermarks"
+	}
+	return "meminfo"
 }
 
 // Snapshot is the result of one walk of /proc.
 type Snapshot struct {
 	Time  time.Time
 	Procs []Process
-	// Meminfo is valid when MeminfoOK is true.
-	Meminfo   Meminfo
-	MeminfoOK bool
+	// Meminfo is valid when MeminfoOK is true; MeminfoErr says why it
+	// is not.
+	Meminfo    Meminfo
+	MeminfoOK  bool
+	MeminfoErr error
 	// Gone counts processes that exited between listing /proc and reading
 	// them; they are left out.
 	Gone int
