@@ -576,6 +576,13 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		case stMalformed:
 			snap.Malformed++
 		}
+		rc.p.Cause = sample.CauseNone
+		switch rc.st {
+		case stDenied:
+			rc.p.Cause = sample.CauseDenied
+		case stMalformed:
+			rc.p.Cause = sample.CauseMalformed
+		}
 		e.name(rc, tick)
 		if rc.fd < 0 {
 			e.stats.Unheld++

@@ -30,6 +30,20 @@ func (a Accuracy) String() string {
 	return "exact"
 }
 
+// Cause says why a process's figures are estimates, so that warnings can
+// count the processes a report shows rather than every process scanned.
+type Cause uint8
+
+const (
+	// CauseNone: exact figures, or estimates by choice (--fast).
+	CauseNone Cause = iota
+	// CauseDenied: the page-table walk (smaps_rollup) was refused.
+	CauseDenied
+	// CauseMalformed: smaps_rollup could not be parsed (cut short,
+	// missing a counter, too large).
+	CauseMalformed
+)
+
 // Process is one process's memory at the moment it was read.
 type Process struct {
 	PID int
@@ -86,6 +100,8 @@ type Process struct {
 	SwapPssMissing bool
 	// Accuracy says whether RAM, Private, Shared and Swap are exact.
 	Accuracy Accuracy
+	// Cause says why an estimate is one; CauseNone for exact figures.
+	Cause Cause
 	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
 	// process holds; valid only when Snapshot.ConnsOK.
 	Conns uint32

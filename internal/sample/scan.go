@@ -163,8 +163,10 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 			continue
 		case okDenied:
 			snap.Denied++
+			slots[j].Cause = CauseDenied
 		case okMalformed:
 			snap.Malformed++
+			slots[j].Cause = CauseMalformed
 		}
 		slots[k] = slots[j]
 		k++
