@@ -326,7 +326,16 @@ named:
 		if !e.opt.Fast {
 			e.readExe(w, p)
 		}
-		if sample.IsInterpreter(p.Exe) {
+		if p.Exe == "" && !e.opt.Fast {
+			// No usable exe link: argv[0] may name the executable,
+			// as in a report (sample.ExeFromCmdline).
+			if cl, err := r.Cmdline(); err == nil {
+				p.Exe = w.intern(sample.ExeFromCmdline(p.Comm, cl))
+				if sample.IsInterpreter(p.Exe) {
+					p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
+				}
+			}
+		} else if sample.IsInterpreter(p.Exe) {
 			if cl, err := r.Cmdline(); err == nil {
 				p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
 			}

@@ -68,8 +68,10 @@ type Process struct {
 	// processes), raw: it may hold any byte except NUL, including newlines
 	// and invalid UTF-8.
 	Comm string
-	// Exe is the basename of /proc/PID/exe, or "" when the link could not
-	// be read (permission, or no executable).
+	// Exe is the basename of /proc/PID/exe. When the link could not be
+	// read (permission) or is no path (a memfd), it is the basename of
+	// argv[0] when the task name is a prefix of it (ExeFromCmdline), else
+	// "".
 	Exe string
 	// ExeDeleted is true when the executable was deleted or replaced
 	// after the process started (the link ends in " (deleted)").

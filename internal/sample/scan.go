@@ -502,7 +502,16 @@ func (s *Scanner) readRest(w *worker, p *Process, estimate, exeRead bool) outcom
 		}
 	}
 
-	if IsInterpreter(p.Exe) {
+	if p.Exe == "" && !s.opt.Fast {
+		// No usable exe link: argv[0] may name the executable (see
+		// ExeFromCmdline), and then the script too.
+		if cl, err := r.Cmdline(); err == nil {
+			p.Exe = w.intern(ExeFromCmdline(p.Comm, cl))
+			if IsInterpreter(p.Exe) {
+				p.Script = w.intern(ScriptOf(p.Exe, cl))
+			}
+		}
+	} else if IsInterpreter(p.Exe) {
 		if cl, err := r.Cmdline(); err == nil {
 			p.Script = w.intern(ScriptOf(p.Exe, cl))
 		}
