@@ -505,15 +505,24 @@ func (s *Scanner) readRest(w *worker, p *Process, estimate, exeRead bool) outcom
 	if p.Exe == "" && !s.opt.Fast {
 		// No usable exe link: argv[0] may name the executable (see
 		// ExeFromCmdline), and then the script too.
-		if cl, err := r.Cmdline(); err == nil {
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
 			p.Exe = w.intern(ExeFromCmdline(p.Comm, cl))
 			if IsInterpreter(p.Exe) {
 				p.Script = w.intern(ScriptOf(p.Exe, cl))
 			}
+		case proc.ErrGone:
+			// Exited while being read.
+			return skipGone
 		}
 	} else if IsInterpreter(p.Exe) {
-		if cl, err := r.Cmdline(); err == nil {
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
 			p.Script = w.intern(ScriptOf(p.Exe, cl))
+		case proc.ErrGone:
+			return skipGone
 		}
 	}
 	return s.readCgroup(w, p)
