@@ -275,14 +275,14 @@ func TestTableSafe(t *testing.T) {
 
 // jsonReport mirrors the documented JSON schema.
 type jsonReport struct {
-	Schema  string            `json:"schema"`
-	Time    string            `json:"time"`
-	By      string            `json:"by"`
-	Groups  []jsonGroup       `json:"groups"`
-	Total   jsonGroup         `json:"total"`
+	Schema string      `json:"schema"`
+	Time   string      `json:"time"`
+	By     string      `json:"by"`
+	Groups []jsonGroup `json:"groups"`
+	Total  jsonGroup   `json:"total"`
 	// System holds numbers but for mem_available_source; int64 values
 	// decode from the raw text.
-	System *map[string]json.RawMessage `json:"system"`
+	System  *map[string]json.RawMessage `json:"system"`
 	Skipped struct {
 		Gone   int `json:"gone"`
 		Kernel int `json:"kernel"`
