@@ -254,7 +254,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
 		NeedCgroup: plan.by == sample.ByCgroup,
 		NoNames:    plan.by == sample.ByUser || plan.by == sample.ByCgroup,
-		PIDs:       plan.pids,
+		PIDs:       scanPIDs(plan.pids, f.system),
 	})
 	if err != nil {
 		return err
@@ -279,7 +279,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return ctx.Err()
 	}
 
+	// The host's ledger (--system) counts every process, before -p, -u,
+	// --filter and --top choose the rows.
+	host := hostTotal(snap.Procs)
 	procs := snap.Procs
+	if len(plan.pids) > 0 {
+		procs = slices.DeleteFunc(procs, func(p sample.Process) bool {
+			_, ok := slices.BinarySearch(plan.pids, p.PID)
+			return !ok
+		})
+		if err := missingPIDs(stderr, plan.pids, procs); err != nil {
+			return err
+		}
+	}
 	if plan.hasUID {
 		procs = slices.DeleteFunc(procs, func(p sample.Process) bool { return p.UID != plan.uid })
 	}
@@ -299,6 +311,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Fast:      f.fast,
 		Color:     useColor(stdout),
 		System:    f.system,
+		Host:      &host,
 		Conns:     snap.ConnsOK,
 	}
 	switch {
@@ -314,7 +327,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	warn(stderr, &snap, f.fast)
+	warn(stderr, &snap, procs, groups, f.fast)
 
 	if mf != nil {
 		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
@@ -324,6 +337,47 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return fmt.Errorf("--memprofile: %w", err)
 		}
 	}
+	if f.system && !f.total && !f.csv && !snap.MeminfoOK {
+		// The figures printed are right; what was asked for is not all
+		// there, and a script must not take the report for complete.
+		return fmt.Errorf("--system: cannot read %s/meminfo (%v): the report above has no system section", f.procDir, snap.MeminfoErr)
+	}
+	return nil
+}
+
+// scanPIDs is the PID list to scan: -p's, except with --system, whose
+// ledger needs every process (the rows are chosen after the scan).
+func scanPIDs(pids []int, system bool) []int {
+	if system {
+		return nil
+	}
+	return pids
+}
+
+// hostTotal sums every process of a scan, for the --system ledger.
+func hostTotal(procs []sample.Process) sample.Group {
+	return sample.SumProcs(procs)
+}
+
+// missingPIDs names on stderr the -p PIDs (sorted) that the scan did not
+// find (no such process, or one without memory: a kernel thread or a
+// zombie). When none was found, it returns an error instead: an empty
+// report would read as "these processes use nothing".
+func missingPIDs(stderr io.Writer, pids []int, found []sample.Process) error {
+	var missing []string
+	for _, pid := range pids {
+		if !slices.ContainsFunc(found, func(p sample.Process) bool { return p.PID == pid }) {
+			missing = append(missing, strconv.Itoa(pid))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	list := strings.Join(missing, ", ")
+	if len(missing) == len(pids) {
+		return fmt.Errorf("-p: no such process: %s (or only kernel threads and zombies, which have no memory)", list)
+	}
+	fmt.Fprintf(stderr, "memwho: warning: -p: no such process: %s (or a kernel thread or zombie, which has no memory)\n", list)
 	return nil
 }
 
@@ -380,11 +434,38 @@ func useColor(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// warn reports, once each, what made figures less than exact.
-func warn(stderr io.Writer, snap *sample.Snapshot, fast bool) {
-	if snap.Denied > 0 && !fast {
+// warn reports, once each, what made the figures shown less than exact.
+// It counts the processes of the groups shown (after -p, -u, --filter
+// and --top), not every process scanned: procs are the processes that
+// passed -p and -u, groups the rows; nil groups means every one of procs
+// is shown.
+func warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
+	shown := make(map[int]bool)
+	for i := range groups {
+		for _, pid := range groups[i].PIDs {
+			shown[pid] = true
+		}
+	}
+	if groups == nil {
+		for i := range procs {
+			shown[procs[i].PID] = true
+		}
+	}
+	var denied, malformed int
+	for i := range procs {
+		if !shown[procs[i].PID] {
+			continue
+		}
+		switch procs[i].Cause {
+		case sample.CauseDenied:
+			denied++
+		case sample.CauseMalformed:
+			malformed++
+		}
+	}
+	if denied > 0 && !fast {
 		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
-			snap.Denied, len(snap.Procs))
+			denied, len(shown))
 		if os.Geteuid() == 0 {
 			// Root is refused only across a boundary: a process in
 			// another user namespace, or one a security module guards.
@@ -393,8 +474,8 @@ func warn(stderr io.Writer, snap *sample.Snapshot, fast bool) {
 			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
 		}
 	}
-	if snap.Malformed > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", snap.Malformed, plural(snap.Malformed, "process had", "processes had"))
+	if malformed > 0 {
+		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
 	}
 	if snap.Broken > 0 {
 		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))

@@ -129,7 +129,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.Color = useColor(stdout)
 		return watch.RunTUI(ctx, s, opt)
 	}
-	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { warn(stderr, snap, fast) })
+	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { warn(stderr, snap, snap.Procs, nil, fast) })
 }
 
 // watchRegexpMessage describes a regexp compile error on one line, as

@@ -251,7 +251,10 @@ const (
 
 // record is the engine's memory of one process.
 type record struct {
-	pid   int
+	pid int
+	// tid, when not 0, is the thread the process is read through: its
+	// main thread has exited while others run on (sample.LiveThread).
+	tid   int
 	fd    int // held statm descriptor, -1 when none
 	start uint64
 	st    state
@@ -293,6 +296,9 @@ type worker struct {
 	name  []byte
 	buf   [256]byte
 	names map[string]string
+	// tids and tidbuf list a process's threads (toThread).
+	tids   []int
+	tidbuf []byte
 	// walkTime sums this worker's smaps_rollup read times in a tick.
 	walkTime time.Duration
 	fdc      *sockdiag.FDCounter // with Options.Conns
@@ -558,6 +564,13 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		case stMalformed:
 			snap.Malformed++
 		}
+		rc.p.Cause = sample.CauseNone
+		switch rc.st {
+		case stDenied:
+			rc.p.Cause = sample.CauseDenied
+		case stMalformed:
+			rc.p.Cause = sample.CauseMalformed
+		}
 		e.name(rc, tick)
 		if rc.fd < 0 {
 			e.stats.Unheld++
@@ -570,15 +583,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	}
 	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil
 
-	snap.MeminfoOK = e.workers[0].r.Meminfo(&e.meminfo) == nil
-	if snap.MeminfoOK {
-		m := &e.meminfo
-		snap.Meminfo = sample.Meminfo{
-			MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
-			Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
-			SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, Hugetlb: m.Hugetlb,
-		}
-	}
+	sample.ReadMeminfo(e.workers[0].r, &e.meminfo, snap)
 	e.stats.Duration = time.Since(start)
 	return nil
 }

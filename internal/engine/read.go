@@ -64,11 +64,15 @@ func preadStatm(fd int, buf []byte) (statm, error) {
 	}
 }
 
-// openStatm opens "PID/statm" beneath the procfs root under the tree's
-// rules (proc.FS.OpenAt), building the path in w.buf so that it does not
-// allocate.
-func (e *Engine) openStatm(w *worker, pid int) (int, error) {
+// openStatm opens "PID/statm", or "PID/task/TID/statm" when tid is not
+// 0, beneath the procfs root under the tree's rules (proc.FS.OpenAt),
+// building the path in w.buf so that it does not allocate.
+func (e *Engine) openStatm(w *worker, pid, tid int) (int, error) {
 	p := strconvAppendInt(w.buf[:0], pid)
+	if tid != 0 {
+		p = append(p, "/task/"...)
+		p = strconvAppendInt(p, tid)
+	}
 	p = append(p, "/statm\x00"...)
 	return e.fs.OpenAt(e.fs.Fd(), &p[0], false, &w.how)
 }
@@ -90,6 +94,11 @@ func (e *Engine) check(w *worker, rc *record) {
 		if r.Stat(&w.st) != nil || w.st.StartTime != rc.start {
 			rc.st = stGone
 			return
+		}
+		if rc.tid != 0 {
+			// The leader's statm is zeros: its thread's has the
+			// figures.
+			r.SelectTask(rc.pid, rc.tid)
 		}
 		b, err := r.ReadFile("statm\x00")
 		if err != nil {
@@ -121,7 +130,7 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 	// the others proves that they read that same process.
 	rc.fd = -1
 	if e.held.Add(1) <= e.maxHeld {
-		fd, err := e.openStatm(w, rc.pid)
+		fd, err := e.openStatm(w, rc.pid, 0)
 		if err != nil {
 			e.held.Add(-1)
 			rc.st = stGone
@@ -165,7 +174,11 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 	names := rc.full || rc.act == actExec || rc.st == stBroken ||
 		rc.act == actForced && e.tick >= rc.namesDue
-	w.r.Select(rc.pid)
+	if rc.tid != 0 {
+		w.r.SelectTask(rc.pid, rc.tid)
+	} else {
+		w.r.Select(rc.pid)
+	}
 	e.read(w, rc, names, false, now)
 	rc.due = e.tick + uint64(e.opt.FullEvery)
 	if names {
@@ -180,7 +193,7 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 	r := w.r
 	p := &rc.p
 	if names || rc.fd < 0 {
-		switch err := r.Stat(&w.st); {
+		switch err := e.stat(w, rc); {
 		case err == proc.ErrGone:
 			rc.st = stGone
 			return
@@ -212,6 +225,14 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		err := r.SmapsRollup(&w.ru)
 		if err == proc.ErrNotExist {
 			err = r.Smaps(&w.ru)
+		}
+		if err == proc.ErrNoMM && rc.tid == 0 && e.toThread(w, rc) {
+			// The main thread exited while others run on: read
+			// the process through one of them from now on.
+			err = r.SmapsRollup(&w.ru)
+			if err == proc.ErrNotExist {
+				err = r.Smaps(&w.ru)
+			}
 		}
 		d := time.Since(t0)
 		switch {
@@ -262,6 +283,14 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 			rc.st = stBroken
 			return
 		}
+		if !w.ss.HasMM && w.ss.Threads > 1 && rc.tid == 0 && e.toThread(w, rc) {
+			// --fast, or an estimate: status alone showed the
+			// exited main thread.
+			if err := r.Status(&w.ss); err != nil {
+				rc.st = stGone
+				return
+			}
+		}
 		if !w.ss.HasMM {
 			rc.st = stKernel
 			return
@@ -286,7 +315,16 @@ named:
 		if !e.opt.Fast {
 			e.readExe(w, p)
 		}
-		if sample.IsInterpreter(p.Exe) {
+		if p.Exe == "" && !e.opt.Fast {
+			// No usable exe link: argv[0] may name the executable,
+			// as in a report (sample.ExeFromCmdline).
+			if cl, err := r.Cmdline(); err == nil {
+				p.Exe = w.intern(sample.ExeFromCmdline(p.Comm, cl))
+				if sample.IsInterpreter(p.Exe) {
+					p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
+				}
+			}
+		} else if sample.IsInterpreter(p.Exe) {
 			if cl, err := r.Cmdline(); err == nil {
 				p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
 			}
@@ -307,7 +345,7 @@ named:
 			return
 		}
 	} else if !first {
-		if r.Stat(&w.st) != nil || w.st.StartTime != rc.start {
+		if e.stat(w, rc) != nil || w.st.StartTime != rc.start {
 			rc.st = stGone
 			return
 		}
@@ -322,6 +360,51 @@ named:
 	rc.ref = rc.now
 	rc.sampledAt = now
 	rc.walked = true
+}
+
+// stat reads the process's stat into w.st: the leader's, whose start time
+// identifies the process, also when it is read through a thread.
+func (e *Engine) stat(w *worker, rc *record) error {
+	if rc.tid != 0 {
+		return w.r.LeaderStat(&w.st)
+	}
+	return w.r.Stat(&w.st)
+}
+
+// toThread points rc, and w.r, at a live thread of rc's process when its
+// main thread has exited (see sample.LiveThread): the held statm
+// descriptor moves to the thread's statm, whose figures are the
+// process's. It reports whether it found one.
+func (e *Engine) toThread(w *worker, rc *record) bool {
+	tid := 0
+	tid, w.tids, w.tidbuf = sample.LiveThread(w.r, rc.pid, w.tids, w.tidbuf)
+	if tid == 0 {
+		return false
+	}
+	if rc.fd >= 0 {
+		fd, err := e.openStatm(w, rc.pid, tid)
+		if err != nil {
+			return false
+		}
+		s, err := preadStatm(fd, w.buf[:])
+		if err != nil {
+			unix.Close(fd)
+			return false
+		}
+		unix.Close(rc.fd)
+		rc.fd, rc.now = fd, s
+		rc.tid = tid
+		w.r.SelectTask(rc.pid, tid)
+		return true
+	}
+	w.r.SelectTask(rc.pid, tid)
+	b, err := w.r.ReadFile("statm\x00")
+	if err != nil {
+		return false
+	}
+	rc.now = parseStatm(b)
+	rc.tid = tid
+	return true
 }
 
 // errorBound is RSS minus a lower estimate of the private anonymous

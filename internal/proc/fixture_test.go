@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/memwho/memwho/internal/proc/proctest"
@@ -255,5 +256,41 @@ func TestFixtureMeminfoAndPIDs(t *testing.T) {
 	}
 	if len(pids) != 4 {
 		t.Errorf("PIDs = %v, want the 4 captured processes", pids)
+	}
+}
+
+// TestFixtureLeaderExited: the differential test of smaps_rollup against
+// the per-mapping smaps sum, read through the live thread of a process
+// whose main thread has exited; the leader itself has no address space.
+func TestFixtureLeaderExited(t *testing.T) {
+	fs := openFixture(t, "leader-exited")
+	r := fs.NewReader()
+	if n := r.Threads(5352); n != 2 {
+		t.Errorf("Threads(5352) = %d, want 2 (the two task directories captured)", n)
+	}
+	tids, _, err := r.Tasks(5352, nil, nil)
+	if err != nil || len(tids) != 2 {
+		t.Fatalf("Tasks(5352) = %v, %v", tids, err)
+	}
+	var roll, sum Rollup
+	r.Select(5352)
+	if err := r.SmapsRollup(&roll); err != ErrNotExist {
+		t.Errorf("leader's smaps_rollup: err = %v, want ErrNotExist (absent)", err)
+	}
+	if err := r.OpenTask(5352, 5354); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.SmapsRollup(&roll); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Smaps(&sum); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.ReadFile("smaps\x00")
+	compareRollups(t, &roll, &sum, uint64(strings.Count(string(b), "VmFlags: ")))
+	var st Stat
+	if err := r.LeaderStat(&st); err != nil || st.StartTime != 126271 || st.State != 'Z' {
+		t.Errorf("LeaderStat = start %d state %c, %v; want the zombie leader's 126271", st.StartTime, st.State, err)
 	}
 }

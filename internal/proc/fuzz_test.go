@@ -51,6 +51,7 @@ func refRollup(s string) (Rollup, error) {
 		"Shared_Hugetlb": &out.SharedHugetlb, "Private_Hugetlb": &out.PrivateHugetlb, "Swap": &out.Swap,
 		"SwapPss": &out.SwapPss, "Locked": &out.Locked,
 	}
+	counts := map[string]int{}
 	for _, line := range lines {
 		key, val, found := strings.Cut(line, ":")
 		if !found || key == "" {
@@ -65,6 +66,7 @@ func refRollup(s string) (Rollup, error) {
 			return Rollup{}, ErrMalformed
 		}
 		*f += v
+		counts[key]++
 		switch key {
 		case "Pss":
 			out.HasPss = true
@@ -73,6 +75,16 @@ func refRollup(s string) (Rollup, error) {
 		}
 	}
 	if !out.HasPss {
+		return Rollup{}, ErrMalformed
+	}
+	// Every mapping (or the one rollup) must carry each counter memwho
+	// needs, SwapPss on none or on all.
+	for _, k := range []string{"Rss", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty", "Swap", "Locked"} {
+		if counts[k] != counts["Pss"] {
+			return Rollup{}, ErrMalformed
+		}
+	}
+	if n := counts["SwapPss"]; n != 0 && n != counts["Pss"] {
 		return Rollup{}, ErrMalformed
 	}
 	return out, nil
@@ -201,6 +213,13 @@ func refStatus(s string) (Status, error) {
 			}
 			out.State = v[0]
 			continue
+		case "Threads":
+			n, err := leadingUint(strings.Trim(val, " \t"))
+			if err != nil || n > 1<<31 {
+				return Status{}, ErrMalformed
+			}
+			out.Threads = int(n)
+			continue
 		case "Tgid", "PPid":
 			v := strings.Trim(val, " \t")
 			n, err := leadingUint(v)
@@ -293,6 +312,8 @@ func refMeminfo(s string) (Meminfo, error) {
 		"MemTotal": &out.MemTotal, "MemFree": &out.MemFree, "MemAvailable": &out.MemAvailable,
 		"Buffers": &out.Buffers, "Cached": &out.Cached, "Shmem": &out.Shmem, "SwapTotal": &out.SwapTotal,
 		"SwapFree": &out.SwapFree, "Hugetlb": &out.Hugetlb, "Hugepagesize": &out.Hugepagesize,
+		"SwapCached": &out.SwapCached, "Active(file)": &out.ActiveFile, "Inactive(file)": &out.InactiveFile,
+		"SReclaimable": &out.SReclaimable, "KReclaimable": &out.KReclaimable,
 	}
 	for _, line := range lines {
 		key, val, found := strings.Cut(line, ":")
@@ -316,6 +337,9 @@ func refMeminfo(s string) (Meminfo, error) {
 			return Meminfo{}, ErrMalformed
 		}
 		*f = v
+		if key == "MemAvailable" {
+			out.HasMemAvailable = true
+		}
 	}
 	if out.MemTotal == 0 {
 		return Meminfo{}, ErrMalformed

@@ -343,6 +343,13 @@ func TestNoAllocs(t *testing.T) {
 			r.Close()
 		}},
 		{"Cgroup", func() { r.Open(pid); r.Cgroup(); r.Close() }},
+		{"Threads", func() { r.Threads(pid) }},
+		{"SelectTask+Hold+RollupHeld", func() {
+			r.SelectTask(pid, pid)
+			r.Hold("smaps_rollup\x00")
+			r.RollupHeld(&ru)
+			r.Close()
+		}},
 		{"Meminfo", func() { r.Meminfo(&mi) }},
 		{"PIDs", func() { pids, dbuf, _ = fs.PIDs(pids, dbuf) }},
 		{"Gone", func() { r.Open(1 << 30) }},

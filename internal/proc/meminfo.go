@@ -7,15 +7,25 @@ import "bytes"
 type Meminfo struct {
 	MemTotal       uint64 // MemTotal
 	MemFree        uint64 // MemFree
-	MemAvailable   uint64 // MemAvailable (kernel 3.14+)
+	MemAvailable   uint64 // MemAvailable (kernel 3.14+); see HasMemAvailable
 	Buffers        uint64 // Buffers
 	Cached         uint64 // Cached: page cache, including Shmem
+	SwapCached     uint64 // SwapCached: pages in RAM that keep their swap slot
+	ActiveFile     uint64 // Active(file): file pages on the active LRU
+	InactiveFile   uint64 // Inactive(file): file pages on the inactive LRU
+	SReclaimable   uint64 // SReclaimable: slab the kernel can reclaim
+	KReclaimable   uint64 // KReclaimable (kernel 4.20+): SReclaimable and other reclaimable kernel memory
 	Shmem          uint64 // Shmem: tmpfs, SysV shm, memfd, shared anonymous
 	SwapTotal      uint64 // SwapTotal
 	SwapFree       uint64 // SwapFree
 	Hugetlb        uint64 // Hugetlb (kernel 4.20+): all huge page pools
 	HugePagesTotal uint64 // HugePages_Total: a count of pages, not bytes
 	Hugepagesize   uint64 // Hugepagesize: the default huge page size
+
+	// HasMemAvailable is true when the MemAvailable line was present.
+	// Kernels before 3.14 (and some container runtimes' fake meminfo)
+	// lack it; see EstimateAvailable.
+	HasMemAvailable bool
 }
 
 // Meminfo reads /proc/meminfo into out.
@@ -50,6 +60,17 @@ func ParseMeminfo(b []byte, out *Meminfo) error {
 			field = &out.MemFree
 		case "MemAvailable":
 			field = &out.MemAvailable
+			out.HasMemAvailable = true
+		case "SwapCached":
+			field = &out.SwapCached
+		case "Active(file)":
+			field = &out.ActiveFile
+		case "Inactive(file)":
+			field = &out.InactiveFile
+		case "SReclaimable":
+			field = &out.SReclaimable
+		case "KReclaimable":
+			field = &out.KReclaimable
 		case "Buffers":
 			field = &out.Buffers
 		case "Cached":

@@ -32,16 +32,20 @@ type Rollup struct {
 // SmapsRollup reads /proc/PID/smaps_rollup of the open process into out.
 // It returns ErrNotExist on kernels without smaps_rollup (before 4.14),
 // ErrNoMM for kernel threads and zombies, ErrDenied without ptrace access.
+//
+// A rollup without SwapPss is malformed: every kernel with smaps_rollup
+// (4.14+) prints it, so its absence means the file was cut short.
 func (r *Reader) SmapsRollup(out *Rollup) error {
 	b, err := r.readFile(r.pidfd, "smaps_rollup\x00", true)
-	return sumInto(out, b, err)
+	return sumInto(out, b, err, true)
 }
 
 // RollupHeld reads the smaps_rollup or smaps that Hold opened into out,
 // with the errors of SmapsRollup.
 func (r *Reader) RollupHeld(out *Rollup) error {
+	rollup := r.heldSingle // smaps_rollup, not smaps
 	b, err := r.readHeld()
-	return sumInto(out, b, err)
+	return sumInto(out, b, err, rollup)
 }
 
 // Smaps reads /proc/PID/smaps of the open process and sums it per VMA into
@@ -49,23 +53,37 @@ func (r *Reader) RollupHeld(out *Rollup) error {
 // rollup is tested against.
 func (r *Reader) Smaps(out *Rollup) error {
 	b, err := r.ReadFile("smaps\x00")
-	return sumInto(out, b, err)
+	return sumInto(out, b, err, false)
 }
 
 // sumInto is the step shared by every reader of smaps and smaps_rollup:
-// after a successful read, parse b into a zeroed out.
-func sumInto(out *Rollup, b []byte, err error) error {
+// after a successful read, parse b into a zeroed out. rollup says b is
+// smaps_rollup, which must have SwapPss.
+func sumInto(out *Rollup, b []byte, err error, rollup bool) error {
 	if err != nil {
 		return err
 	}
 	*out = Rollup{}
-	return parseMemLines(b, out)
+	if err := parseMemLines(b, out); err != nil {
+		return err
+	}
+	if rollup && !out.HasSwapPss {
+		return ErrMalformed
+	}
+	return nil
 }
 
 // ParseRollup parses the contents of smaps_rollup or smaps into out,
 // summing every counter over all the lines that carry it. It returns
 // ErrNoMM for an empty file and ErrMalformed when the text is cut short
 // or a counter is not a number.
+//
+// A file cut at a line boundary looks whole, so the counters memwho's
+// figures rest on must all be there: Rss, Pss, Shared_Clean,
+// Shared_Dirty, Private_Clean, Private_Dirty, Swap and Locked (the last
+// line the kernel prints for a mapping or a rollup) once per mapping,
+// and SwapPss on every mapping or on none (kernels before 4.3). A smaps
+// cut exactly between two mappings cannot be told from a whole one.
 func ParseRollup(b []byte, out *Rollup) error {
 	*out = Rollup{}
 	return parseMemLines(b, out)
@@ -82,6 +100,10 @@ func parseMemLines(b []byte, out *Rollup) error {
 	if b[len(b)-1] != '\n' {
 		return ErrMalformed
 	}
+	// How many times each required counter was seen, indexed by the
+	// req* constants; Pss is counted by nPss.
+	var seen [reqCount]int
+	nPss, nSwapPss := 0, 0
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		line := b[:nl]
@@ -94,9 +116,11 @@ func parseMemLines(b []byte, out *Rollup) error {
 		switch string(line[:colon]) {
 		case "Rss":
 			field = &out.Rss
+			seen[reqRss]++
 		case "Pss":
 			field = &out.Pss
 			out.HasPss = true
+			nPss++
 		case "Pss_Anon":
 			field = &out.PssAnon
 		case "Pss_File":
@@ -105,12 +129,16 @@ func parseMemLines(b []byte, out *Rollup) error {
 			field = &out.PssShmem
 		case "Shared_Clean":
 			field = &out.SharedClean
+			seen[reqSharedClean]++
 		case "Shared_Dirty":
 			field = &out.SharedDirty
+			seen[reqSharedDirty]++
 		case "Private_Clean":
 			field = &out.PrivateClean
+			seen[reqPrivateClean]++
 		case "Private_Dirty":
 			field = &out.PrivateDirty
+			seen[reqPrivateDirty]++
 		case "Anonymous":
 			field = &out.Anonymous
 		case "Shared_Hugetlb":
@@ -119,11 +147,14 @@ func parseMemLines(b []byte, out *Rollup) error {
 			field = &out.PrivateHugetlb
 		case "Swap":
 			field = &out.Swap
+			seen[reqSwap]++
 		case "SwapPss":
 			field = &out.SwapPss
 			out.HasSwapPss = true
+			nSwapPss++
 		case "Locked":
 			field = &out.Locked
+			seen[reqLocked]++
 		default:
 			continue
 		}
@@ -136,8 +167,28 @@ func parseMemLines(b []byte, out *Rollup) error {
 	if !out.HasPss {
 		return ErrMalformed
 	}
+	for _, n := range seen {
+		if n != nPss {
+			return ErrMalformed
+		}
+	}
+	if nSwapPss != 0 && nSwapPss != nPss {
+		return ErrMalformed
+	}
 	return nil
 }
+
+// Indexes of the counters parseMemLines requires besides Pss.
+const (
+	reqRss = iota
+	reqSharedClean
+	reqSharedDirty
+	reqPrivateClean
+	reqPrivateDirty
+	reqSwap
+	reqLocked
+	reqCount
+)
 
 // parseKB parses "   1234 kB" into bytes. The unit must be present: a
 // number without it is a line cut short.

@@ -14,6 +14,10 @@ type Status struct {
 	PPid    int    // PPid:
 	UID     uint32 // real uid: first field of Uid:
 	EUID    uint32 // effective uid: second field of Uid:
+	// Threads is the Threads: line, the number of threads in the
+	// process. A zombie leader with Threads above 1 has exited alone:
+	// its process lives on in the other threads (see Reader.SelectTask).
+	Threads int
 	// HasMM is true when the status has VmRSS, that is, the process has
 	// an address space (not a kernel thread or zombie).
 	HasMM        bool
@@ -70,6 +74,13 @@ func ParseStatus(b []byte, out *Status) error {
 				return ErrMalformed
 			}
 			out.State = v[0]
+			continue
+		case "Threads":
+			v, _, ok := parseUint(trimSpace(val))
+			if !ok || v > 1<<31 {
+				return ErrMalformed
+			}
+			out.Threads = int(v)
 			continue
 		case "Tgid", "PPid":
 			v, _, ok := parseUint(trimSpace(val))

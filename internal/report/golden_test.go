@@ -165,7 +165,23 @@ func goldenCases() []goldenCase {
 	progConns.Conns = true
 	pidConns := pid
 	pidConns.Conns = true
+	// --top 2 --system: the ledger is every process's, not the rows'.
+	all := sum(hostile)
+	progSysTop := progSys
+	progSysTop.Host = &all
+	top2 := hostile[len(hostile)-2:]
+	// A kernel without MemAvailable, with and without /proc/zoneinfo.
+	noAvail := snapshot(true)
+	noAvail.Meminfo.Available = sample.AvailableEstimated
+	noAvail.Meminfo.SwapCached = 20 * mib
+	noZones := snapshot(true)
+	noZones.Meminfo.Available = sample.AvailableUpperBound
 	return []goldenCase{
+		{"table_system_top", tableFn, top2, sum(top2), snapshot(true), progSysTop},
+		{"json_system_top", jsonFn, top2, sum(top2), snapshot(true), progSysTop},
+		{"table_system_no_memavailable", tableFn, hostile, sum(hostile), noAvail, progSys},
+		{"table_system_no_zoneinfo", tableFn, hostile, sum(hostile), noZones, progSys},
+		{"json_system_no_memavailable", jsonFn, hostile, sum(hostile), noAvail, progSys},
 		{"table_exact", tableFn, hostile, sum(hostile), snapshot(false), prog},
 		{"table_estimate", tableFn, est, sum(est), denied, prog},
 		{"table_fast", tableFn, est, sum(est), snapshot(false), progFast},
@@ -259,12 +275,14 @@ func TestTableSafe(t *testing.T) {
 
 // jsonReport mirrors the documented JSON schema.
 type jsonReport struct {
-	Schema  string            `json:"schema"`
-	Time    string            `json:"time"`
-	By      string            `json:"by"`
-	Groups  []jsonGroup       `json:"groups"`
-	Total   jsonGroup         `json:"total"`
-	System  *map[string]int64 `json:"system"`
+	Schema string      `json:"schema"`
+	Time   string      `json:"time"`
+	By     string      `json:"by"`
+	Groups []jsonGroup `json:"groups"`
+	Total  jsonGroup   `json:"total"`
+	// System holds numbers but for mem_available_source; int64 values
+	// decode from the raw text.
+	System  *map[string]json.RawMessage `json:"system"`
 	Skipped struct {
 		Gone   int `json:"gone"`
 		Kernel int `json:"kernel"`
@@ -368,7 +386,12 @@ func TestJSONDecode(t *testing.T) {
 			}
 			if r.System != nil {
 				m := tt.snap.Meminfo
-				sys := *r.System
+				sys := map[string]int64{}
+				for k, v := range *r.System {
+					if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+						sys[k] = n
+					}
+				}
 				if got, want := sys["host_used_bytes"], int64(m.MemTotal-m.MemAvailable); got != want {
 					t.Errorf("host_used_bytes = %d, want %d", got, want)
 				}

@@ -33,8 +33,17 @@ const Schema = "memwho.report/v1"
 //	                     swap_free_bytes (as in /proc/meminfo);
 //	                     host_used_bytes (MemTotal - MemAvailable),
 //	                     swap_used_bytes (SwapTotal - SwapFree),
-//	                     not_in_process_bytes (host_used_bytes - total
-//	                     ram_bytes; signed, may be negative)
+//	                     process_ram_bytes, process_swap_bytes (summed
+//	                     over every process, whatever groups shows);
+//	                     not_in_process_bytes (host_used_bytes -
+//	                     process_ram_bytes; signed, may be negative);
+//	                     swap_cached_bytes (SwapCached);
+//	                     swap_not_in_process_bytes (swap_used_bytes -
+//	                     process_swap_bytes: shmem/tmpfs swapped out and
+//	                     swap cache; signed); mem_available_source
+//	                     ("meminfo", or "estimate" /
+//	                     "estimate_no_watermarks" where the kernel gave
+//	                     no MemAvailable and memwho computed it)
 //	skipped              processes left out: {"gone": exited during the
 //	                     scan, "kernel": kernel threads and zombies,
 //	                     "broken": stat or status unparsable}
@@ -79,6 +88,7 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 	buf = appendJSONGroup(buf, &total, opt.Conns)
 	if opt.System && snap.MeminfoOK {
 		m := &snap.Meminfo
+		procs := opt.host(&total)
 		buf = append(buf, `,"system":{`...)
 		buf = appendJSONUint(buf, "mem_total_bytes", m.MemTotal, false)
 		buf = appendJSONUint(buf, "mem_free_bytes", m.MemFree, true)
@@ -92,7 +102,14 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		buf = appendJSONUint(buf, "host_used_bytes", hostUsed(m), true)
 		buf = appendJSONUint(buf, "swap_used_bytes", swapUsed(m), true)
 		buf = append(buf, `,"not_in_process_bytes":`...)
-		buf = strconv.AppendInt(buf, notInProcess(m, total.RAM), 10)
+		buf = strconv.AppendInt(buf, notInProcess(m, procs.RAM), 10)
+		buf = appendJSONUint(buf, "swap_cached_bytes", m.SwapCached, true)
+		buf = appendJSONUint(buf, "process_ram_bytes", procs.RAM, true)
+		buf = appendJSONUint(buf, "process_swap_bytes", procs.Swap, true)
+		buf = append(buf, `,"swap_not_in_process_bytes":`...)
+		buf = strconv.AppendInt(buf, swapNotInProcess(m, procs.Swap), 10)
+		buf = append(buf, `,"mem_available_source":`...)
+		buf = appendJSONString(buf, m.Available.String())
 		buf = append(buf, '}')
 	}
 	buf = append(buf, `,"skipped":{`...)

@@ -45,6 +45,12 @@ type Options struct {
 	// or a "system" object (JSON). It needs snap.MeminfoOK; CSV has no
 	// place for it and ignores it.
 	System bool
+	// Host is the sum over every process of the snapshot, whatever the
+	// table shows (--top, --filter, -p and -u choose rows, not the host):
+	// the system footer sets it, not the total of the rows, against
+	// /proc/meminfo. nil means the rows are every process, and the total
+	// serves.
+	Host *sample.Group
 	// Conns adds the groups' ESTABLISHED TCP connections (Group.Conns):
 	// a "TCP" column in the table, a tcp_established member in JSON
 	// group objects and a last tcp_established column in CSV. The
@@ -246,6 +252,25 @@ func swapUsed(m *sample.Meminfo) uint64 {
 		return 0
 	}
 	return m.SwapTotal - m.SwapFree
+}
+
+// host returns the group the system footer counts as "processes".
+func (o *Options) host(total *sample.Group) *sample.Group {
+	if o.Host != nil {
+		return o.Host
+	}
+	return total
+}
+
+// swapNotInProcess is swap used minus the processes' swap, in bytes: swap
+// that no process's SwapPss holds. That is shmem (tmpfs, SysV shm, memfd,
+// shared anonymous) swapped out, which SwapPss leaves out even where a
+// process maps it, and the swap cache (SwapCached), pages back in RAM
+// that keep their swap slot. It can be negative where swap is estimated
+// (VmSwap, or Swap without SwapPss, counts shared swapped pages once per
+// process).
+func swapNotInProcess(m *sample.Meminfo, processSwap uint64) int64 {
+	return clampInt64(swapUsed(m)) - clampInt64(processSwap)
 }
 
 // notInProcess is host used minus the processes' RAM, in bytes: kernel

@@ -91,7 +91,7 @@ func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.
 		buf = append(buf, " swap counted in full: no SwapPss on this kernel, so swapped pages shared between processes count once per process\n"...)
 	}
 	if opt.System && snap != nil && snap.MeminfoOK {
-		buf = t.system(buf, &total, &snap.Meminfo)
+		buf = t.system(buf, opt.host(&total), &snap.Meminfo)
 	}
 	_, err := w.Write(buf)
 	return err
@@ -226,18 +226,24 @@ const labelWidth = 38
 // system writes the footer that sets the processes' total against
 // /proc/meminfo. The point is the "not in any process" line: the part of
 // host memory that no per-process sum can attribute.
-func (t *table) system(buf []byte, total *sample.Group, m *sample.Meminfo) []byte {
-	procMark, procSwapMark := marks(total)
+//
+// procs is every process of the snapshot, not only the rows shown: the
+// ledger is the host's.
+func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byte {
+	procMark, procSwapMark := marks(procs)
+	var availMark byte
+	if m.Available != sample.AvailableKernel {
+		availMark = markEstimate
+	}
 	buf = append(buf, "\nSystem (/proc/meminfo)\n"...)
 	buf = t.sysLine(buf, "total RAM (MemTotal)", 0, m.MemTotal)
-	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", 0, hostUsed(m))
-	buf = t.sysLine(buf, "used by processes (PSS)", procMark, total.RAM)
+	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", availMark, hostUsed(m))
+	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM)
 
-	diff := notInProcess(m, total.RAM)
+	diff := notInProcess(m, procs.RAM)
 	buf = append(buf, "  "...)
 	buf = padRight(buf, "not in any process", labelWidth)
-	var tmp [24]byte
-	buf = padLeftBytes(buf, appendSignedBytes(tmp[:0], diff), markedWidth)
+	buf = t.signedCell(buf, max(availMark, procMark), diff)
 	if diff >= 0 {
 		buf = append(buf, "  kernel, slab, page tables, huge page pools, page cache and shmem/tmpfs not mapped by any process\n"...)
 	} else {
@@ -250,8 +256,34 @@ func (t *table) system(buf []byte, total *sample.Group, m *sample.Meminfo) []byt
 	buf = t.sysLine(buf, "huge page pools (Hugetlb)", 0, m.Hugetlb)
 	buf = t.sysLine(buf, "swap total (SwapTotal)", 0, m.SwapTotal)
 	buf = t.sysLine(buf, "swap used (SwapTotal - SwapFree)", 0, swapUsed(m))
-	buf = t.sysLine(buf, "swap used by processes", procSwapMark, total.Swap)
+	buf = t.sysLine(buf, "swap used by processes", procSwapMark, procs.Swap)
+	buf = append(buf, "  "...)
+	buf = padRight(buf, "swap not in any process", labelWidth)
+	buf = t.signedCell(buf, procSwapMark, swapNotInProcess(m, procs.Swap))
+	buf = append(buf, "  shmem/tmpfs swapped out, and swap cache\n"...)
+	buf = t.sysLine(buf, "  of which swap cache (SwapCached)", 0, m.SwapCached)
+	switch m.Available {
+	case sample.AvailableEstimated:
+		buf = t.mark(buf, markEstimate)
+		buf = append(buf, " no MemAvailable in /proc/meminfo: estimated as the kernel does, from MemFree, the file LRUs, reclaimable slab and the zone watermarks\n"...)
+	case sample.AvailableUpperBound:
+		buf = t.mark(buf, markEstimate)
+		buf = append(buf, " no MemAvailable in /proc/meminfo and no /proc/zoneinfo: estimated from MemFree, the file LRUs and reclaimable slab without the zone watermarks; host used may be understated\n"...)
+	}
 	return buf
+}
+
+// signedCell writes a signed number of bytes right-aligned like cell,
+// preceded by mark when mark is not 0.
+func (t *table) signedCell(buf []byte, mark byte, v int64) []byte {
+	var tmp [24]byte
+	num := appendSignedBytes(tmp[:0], v)
+	if mark == 0 {
+		return padLeftBytes(buf, num, markedWidth)
+	}
+	buf = appendSpaces(buf, markedWidth-len(num)-1)
+	buf = t.mark(buf, mark)
+	return append(buf, num...)
 }
 
 func (t *table) sysLine(buf []byte, label string, mark byte, n uint64) []byte {

@@ -119,6 +119,17 @@ func (g *Group) add(p *Process) {
 	}
 }
 
+// SumProcs sums procs into one group keyed "total" (without PIDs): the
+// host's ledger of --system, whatever groups a report shows.
+func SumProcs(procs []Process) Group {
+	var g Group
+	for i := range procs {
+		g.add(&procs[i])
+	}
+	g.Key, g.PIDs = "total", nil
+	return g
+}
+
 // Total sums groups into one group keyed "total" (without PIDs).
 func Total(groups []Group) Group {
 	t := Group{Key: "total"}

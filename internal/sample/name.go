@@ -22,6 +22,11 @@ import (
 //     read (another user's process without privilege) or the process
 //     chose its own name.
 //
+// Where the exe link cannot be read or is not a path (a memfd), the
+// scan gives Exe the basename of argv[0] when the task name is a prefix
+// of it (ExeFromCmdline), so rules 1 and 2 name the program as they
+// would have from the link.
+//
 // A program whose executable was deleted or replaced since it started
 // (an upgrade not yet restarted) gets " [deleted]" appended.
 func ProgramName(p *Process, parentExe string) string {
@@ -44,15 +49,46 @@ func ProgramName(p *Process, parentExe string) string {
 
 // ExeBase turns the target of a /proc/PID/exe link into the executable's
 // basename, and says whether the file was deleted or replaced since the
-// process started. A program run from a memfd (a sealed container runtime
-// binary) is always "deleted"; only a file that was on disk can have been
-// upgraded under a running process, so memfd ones are not.
+// process started. A link that is not a path to a file (a program run
+// from a memfd, as container runtimes run their sealed binaries:
+// "/memfd:runc_cloned:/proc/self/exe (deleted)", or anything not starting
+// with "/") names nothing a person would know the program by: base is
+// then nil, and the program is named as if the link could not be read
+// (see ExeFromCmdline).
 func ExeBase(link []byte) (base []byte, deleted bool) {
 	if bytes.HasSuffix(link, []byte(" (deleted)")) {
 		link = link[:len(link)-len(" (deleted)")]
-		deleted = !bytes.HasPrefix(link, []byte("/memfd:"))
+		deleted = true
+	}
+	if len(link) == 0 || link[0] != '/' || bytes.HasPrefix(link, []byte("/memfd:")) {
+		return nil, false
 	}
 	return basename(link), deleted
+}
+
+// ExeFromCmdline stands in for the executable's basename when the exe
+// link gives none (another user's process read without privilege, a
+// memfd): the basename of argv[0], when the task name is a prefix of it,
+// as rule 2 of ProgramName asks of the link. So a program gets the same
+// name whichever way it was read, as far as its command line tells: a
+// python3.11 started as "/usr/bin/python3.11 app.py" is "app.py
+// [python3.11]" either way. argv[0] holding a space or a colon is a title
+// the program wrote over its command line ("postgres: checkpointer",
+// "sshd: alice@pts/0"), not a file name, and is not used. It returns nil
+// when nothing fits.
+func ExeFromCmdline(comm string, cmdline []byte) []byte {
+	argv0 := cmdline
+	if i := bytes.IndexByte(argv0, 0); i >= 0 {
+		argv0 = argv0[:i]
+	}
+	if len(argv0) == 0 || bytes.ContainsAny(argv0, " :") {
+		return nil
+	}
+	base := basename(argv0)
+	if comm == "" || len(base) == 0 || !bytes.HasPrefix(base, []byte(comm)) {
+		return nil
+	}
+	return base
 }
 
 func basename(b []byte) []byte {

@@ -75,13 +75,36 @@ func TestExeBase(t *testing.T) {
 	}{
 		{"/usr/bin/python3.11", "python3.11", false},
 		{"/usr/sbin/sshd (deleted)", "sshd", true},
-		{"/memfd:runc_cloned:/proc/self/exe (deleted)", "exe", false},
+		{"/memfd:runc_cloned:/proc/self/exe (deleted)", "", false},
+		{"/memfd:sealed-app (deleted)", "", false},
 		{"/opt/app/my server", "my server", false},
-		{"relative", "relative", false},
+		{"/opt/app/memfd:x", "memfd:x", false},
+		{"relative", "", false},
+		{"anon_inode:[x]", "", false},
 	} {
 		base, deleted := ExeBase([]byte(tc.link))
 		if string(base) != tc.base || deleted != tc.deleted {
 			t.Errorf("ExeBase(%q) = %q, %v; want %q, %v", tc.link, base, deleted, tc.base, tc.deleted)
+		}
+	}
+}
+
+func TestExeFromCmdline(t *testing.T) {
+	for _, tc := range []struct {
+		comm, cmdline, want string
+	}{
+		{"python3", "/usr/bin/python3.11\x00app.py\x00", "python3.11"},
+		{"systemd-journal", "/usr/lib/systemd/systemd-journald\x00", "systemd-journald"},
+		{"python3", "python3\x00-c\x00pass\x00", "python3"},
+		{"postgres", "postgres: checkpointer \x00\x00\x00", ""},
+		{"sshd", "sshd: alice@pts/0\x00", ""},
+		{"Web Content", "/usr/lib/firefox/firefox\x00-contentproc\x00", ""},
+		{"runc:[2:INIT]", "runc\x00init\x00", ""},
+		{"x", "", ""},
+		{"", "/bin/sh\x00", ""},
+	} {
+		if got := string(ExeFromCmdline(tc.comm, []byte(tc.cmdline))); got != tc.want {
+			t.Errorf("ExeFromCmdline(%q, %q) = %q, want %q", tc.comm, tc.cmdline, got, tc.want)
 		}
 	}
 }

@@ -30,6 +30,20 @@ func (a Accuracy) String() string {
 	return "exact"
 }
 
+// Cause says why a process's figures are estimates, so that warnings can
+// count the processes a report shows rather than every process scanned.
+type Cause uint8
+
+const (
+	// CauseNone: exact figures, or estimates by choice (--fast).
+	CauseNone Cause = iota
+	// CauseDenied: the page-table walk (smaps_rollup) was refused.
+	CauseDenied
+	// CauseMalformed: smaps_rollup could not be parsed (cut short,
+	// missing a counter, too large).
+	CauseMalformed
+)
+
 // Process is one process's memory at the moment it was read.
 type Process struct {
 	PID int
@@ -54,8 +68,10 @@ type Process struct {
 	// processes), raw: it may hold any byte except NUL, including newlines
 	// and invalid UTF-8.
 	Comm string
-	// Exe is the basename of /proc/PID/exe, or "" when the link could not
-	// be read (permission, or no executable).
+	// Exe is the basename of /proc/PID/exe. When the link could not be
+	// read (permission) or is no path (a memfd), it is the basename of
+	// argv[0] when the task name is a prefix of it (ExeFromCmdline), else
+	// "".
 	Exe string
 	// ExeDeleted is true when the executable was deleted or replaced
 	// after the process started (the link ends in " (deleted)").
@@ -86,6 +102,8 @@ type Process struct {
 	SwapPssMissing bool
 	// Accuracy says whether RAM, Private, Shared and Swap are exact.
 	Accuracy Accuracy
+	// Cause says why an estimate is one; CauseNone for exact figures.
+	Cause Cause
 	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
 	// process holds; valid only when Snapshot.ConnsOK.
 	Conns uint32
@@ -93,26 +111,66 @@ type Process struct {
 
 // Meminfo holds the host-wide figures from /proc/meminfo, in bytes.
 type Meminfo struct {
-	MemTotal     uint64
-	MemFree      uint64
+	MemTotal uint64
+	MemFree  uint64
+	// MemAvailable is the kernel's MemAvailable line or, where it is
+	// missing, the same estimate computed from other lines (see
+	// Available).
 	MemAvailable uint64
 	Buffers      uint64
 	Cached       uint64
 	Shmem        uint64
 	SwapTotal    uint64
 	SwapFree     uint64
+	// SwapCached is memory that is both in RAM and in swap: swapped
+	// back in, its swap slot still held. No process's SwapPss counts it.
+	SwapCached uint64
 	// Hugetlb is the total of all huge page pools (the Hugetlb: line, or
 	// HugePages_Total x Hugepagesize on kernels without it).
 	Hugetlb uint64
+	// Available says where MemAvailable came from.
+	Available AvailableSource
+}
+
+// AvailableSource says where Meminfo.MemAvailable came from.
+type AvailableSource uint8
+
+const (
+	// AvailableKernel is the MemAvailable line of /proc/meminfo.
+	AvailableKernel AvailableSource = iota
+	// AvailableEstimated is computed as the kernel computes MemAvailable
+	// (proc.EstimateAvailable), with the zone watermarks of
+	// /proc/zoneinfo: the line was missing (kernels before 3.14, some
+	// containers' fake meminfo).
+	AvailableEstimated
+	// AvailableUpperBound is the same computation without the zone
+	// watermarks, /proc/zoneinfo being unreadable too: it overstates
+	// what is available by up to the low watermarks and the
+	// allocator's reserve.
+	AvailableUpperBound
+)
+
+// String returns "meminfo", "estimate" or "estimate_no_watermarks", the
+// spelling of JSON's mem_available_source.
+func (a AvailableSource) String() string {
+	switch a {
+	case AvailableEstimated:
+		return "estimate"
+	case AvailableUpperBound:
+		return "estimate_no_watermarks"
+	}
+	return "meminfo"
 }
 
 // Snapshot is the result of one walk of /proc.
 type Snapshot struct {
 	Time  time.Time
 	Procs []Process
-	// Meminfo is valid when MeminfoOK is true.
-	Meminfo   Meminfo
-	MeminfoOK bool
+	// Meminfo is valid when MeminfoOK is true; MeminfoErr says why it
+	// is not.
+	Meminfo    Meminfo
+	MeminfoOK  bool
+	MeminfoErr error
 	// Gone counts processes that exited between listing /proc and reading
 	// them; they are left out.
 	Gone int

@@ -81,6 +81,9 @@ type worker struct {
 	exeErr error
 	name   []byte
 	names  map[string]string
+	// tids and tidbuf list a process's threads (liveThread).
+	tids   []int
+	tidbuf []byte
 }
 
 // NewScanner returns a Scanner of the tree opt.FS.
@@ -164,8 +167,10 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 			continue
 		case okDenied:
 			snap.Denied++
+			slots[j].Cause = CauseDenied
 		case okMalformed:
 			snap.Malformed++
+			slots[j].Cause = CauseMalformed
 		}
 		slots[k] = slots[j]
 		k++
@@ -179,15 +184,7 @@ func (s *Scanner) Scan(snap *Snapshot) error {
 	}
 	s.nameAll(snap.Procs)
 
-	snap.MeminfoOK = s.workers[0].r.Meminfo(&s.meminfo) == nil
-	if snap.MeminfoOK {
-		m := &s.meminfo
-		snap.Meminfo = Meminfo{
-			MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
-			Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
-			SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, Hugetlb: m.Hugetlb,
-		}
-	}
+	ReadMeminfo(s.workers[0].r, &s.meminfo, snap)
 	return nil
 }
 
@@ -203,10 +200,65 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 	if s.opt.Fast {
 		return s.readFast(w, pid, p)
 	}
-	if out, ok := s.readHeld(w, pid, p); ok {
-		return out
+	out, ok := s.readHeld(w, pid, 0, p)
+	if !ok {
+		out = s.readDir(w, pid, 0, p)
 	}
-	return s.readDir(w, pid, p)
+	if out == skipKernel {
+		// A kernel thread or zombie, or a process whose main thread
+		// exited while others run on: read that one through a thread.
+		if tid := s.liveThread(w, pid); tid > 0 {
+			if out, ok = s.readHeld(w, pid, tid, p); !ok {
+				out = s.readDir(w, pid, tid, p)
+			}
+		}
+	}
+	return out
+}
+
+// liveThread returns a thread of process pid to read it through, or 0
+// (see LiveThread).
+func (s *Scanner) liveThread(w *worker, pid int) int {
+	var tid int
+	tid, w.tids, w.tidbuf = LiveThread(w.r, pid, w.tids, w.tidbuf)
+	return tid
+}
+
+// LiveThread returns a thread other than the leader of process pid, to
+// read the process through when its main thread has exited while others
+// run on (/proc/PID then describes a zombie), or 0 when pid is a
+// single-threaded process (kernel thread, zombie) or no other thread is
+// left. Callers come here only for processes with no address space, so
+// the statx that counts threads costs one syscall per kernel thread and
+// zombie. tids and buf are scratch space, returned for reuse.
+func LiveThread(r *proc.Reader, pid int, tids []int, buf []byte) (int, []int, []byte) {
+	if r.Threads(pid) < 2 {
+		return 0, tids, buf
+	}
+	var err error
+	tids, buf, err = r.Tasks(pid, tids, buf)
+	if err != nil {
+		return 0, tids, buf
+	}
+	for _, tid := range tids {
+		if tid != pid {
+			// Any one will do: the threads share one address space.
+			// One that exits before it is read makes the process
+			// count as gone for this scan.
+			return tid, tids, buf
+		}
+	}
+	return 0, tids, buf
+}
+
+// selectProc points w.r at process pid, or at its thread tid when tid is
+// not 0 (see liveThread).
+func selectProc(w *worker, pid, tid int) {
+	if tid == 0 {
+		w.r.Select(pid)
+	} else {
+		w.r.SelectTask(pid, tid)
+	}
 }
 
 // readFast is --fast: status alone, by path, for hosts where every
@@ -216,11 +268,25 @@ func (s *Scanner) readOne(w *worker, pid int, p *Process) outcome {
 func (s *Scanner) readFast(w *worker, pid int, p *Process) outcome {
 	if s.opt.NeedCgroup || s.opt.NeedStartTime {
 		// More than one file: hold the directory (see readDir).
-		return s.readDir(w, pid, p)
+		out := s.readDir(w, pid, 0, p)
+		if out == skipKernel {
+			if tid := s.liveThread(w, pid); tid > 0 {
+				out = s.readDir(w, pid, tid, p)
+			}
+		}
+		return out
 	}
 	w.r.Select(pid)
 	*p = Process{PID: pid}
-	if out := s.readStatus(w, p, true); out != okExact {
+	out := s.readStatus(w, p, true)
+	if out == skipKernel && w.ss.Threads > 1 {
+		// The main thread exited; the others hold the memory.
+		if tid := s.liveThread(w, pid); tid > 0 {
+			w.r.SelectTask(pid, tid)
+			out = s.readStatus(w, p, true)
+		}
+	}
+	if out != okExact {
 		return out
 	}
 	return okEstimate
@@ -231,10 +297,11 @@ func (s *Scanner) readFast(w *worker, pid int, p *Process) outcome {
 // final read proves they all saw one process (see proc.Reader.Hold), at
 // two syscalls fewer than holding the directory. ok is false when the
 // process has to be read again by readDir: its smaps_rollup was refused
-// or unreadable, and status-based estimates follow.
-func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool) {
+// or unreadable, and status-based estimates follow. A tid other than 0
+// reads the process through that thread (see liveThread).
+func (s *Scanner) readHeld(w *worker, pid, tid int, p *Process) (out outcome, ok bool) {
 	r := w.r
-	r.Select(pid)
+	selectProc(w, pid, tid)
 	var err error
 	if s.noRollup.Load() {
 		err = r.Hold("smaps\x00")
@@ -264,6 +331,13 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 		if out := s.readRest(w, p, false, exeRead); out != okExact {
 			return out, true
 		}
+		if tid != 0 && s.opt.NeedStartTime {
+			// The thread's stat has its own start time; the
+			// process is known by the leader's.
+			if out := s.readLeaderStat(w, p); out != okExact {
+				return out, true
+			}
+		}
 	}
 	switch err = r.RollupHeld(&w.ru); err {
 	case nil:
@@ -288,10 +362,15 @@ func (s *Scanner) readHeld(w *worker, pid int, p *Process) (out outcome, ok bool
 // which the kernel ties to the process it was opened for: if the PID is
 // reused meanwhile, reads through it fail rather than describe the new
 // process. It is the path for estimates, where smaps_rollup cannot come
-// last because it cannot be read at all.
-func (s *Scanner) readDir(w *worker, pid int, p *Process) outcome {
+// last because it cannot be read at all. A tid other than 0 reads the
+// process through that thread's directory.
+func (s *Scanner) readDir(w *worker, pid, tid int, p *Process) outcome {
 	r := w.r
-	if r.Open(pid) != nil {
+	if tid == 0 {
+		if r.Open(pid) != nil {
+			return skipGone
+		}
+	} else if r.OpenTask(pid, tid) != nil {
 		return skipGone
 	}
 	*p = Process{PID: pid}
@@ -329,7 +408,26 @@ func (s *Scanner) readDir(w *worker, pid int, p *Process) outcome {
 	if out := s.readRest(w, p, result != okExact, false); out != okExact {
 		return out
 	}
+	if tid != 0 && s.opt.NeedStartTime {
+		if out := s.readLeaderStat(w, p); out != okExact {
+			return out
+		}
+	}
 	return result
+}
+
+// readLeaderStat fills StartTime from the leader's stat, for a process
+// read through one of its threads.
+func (s *Scanner) readLeaderStat(w *worker, p *Process) outcome {
+	switch err := w.r.LeaderStat(&w.st); err {
+	case nil:
+	case proc.ErrGone:
+		return skipGone
+	default:
+		return skipBroken
+	}
+	p.StartTime = w.st.StartTime
+	return okExact
 }
 
 // readStatus reads status into w.ss and fills what it holds: uid, parent,
@@ -408,9 +506,27 @@ func (s *Scanner) readRest(w *worker, p *Process, estimate, exeRead bool) outcom
 		}
 	}
 
-	if IsInterpreter(p.Exe) {
-		if cl, err := r.Cmdline(); err == nil {
+	if p.Exe == "" && !s.opt.Fast {
+		// No usable exe link: argv[0] may name the executable (see
+		// ExeFromCmdline), and then the script too.
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
+			p.Exe = w.intern(ExeFromCmdline(p.Comm, cl))
+			if IsInterpreter(p.Exe) {
+				p.Script = w.intern(ScriptOf(p.Exe, cl))
+			}
+		case proc.ErrGone:
+			// Exited while being read.
+			return skipGone
+		}
+	} else if IsInterpreter(p.Exe) {
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
 			p.Script = w.intern(ScriptOf(p.Exe, cl))
+		case proc.ErrGone:
+			return skipGone
 		}
 	}
 	return s.readCgroup(w, p)

@@ -114,3 +114,78 @@ func TestScanReuse(t *testing.T) {
 		t.Errorf("Scan allocs = %v, want at most 12 for 4 processes", allocs)
 	}
 }
+
+// TestScanCorners: the fake-/proc cases of issue 11 (corners.txtar,
+// leader-exited.txtar), in every scanning mode that reads figures.
+func TestScanCorners(t *testing.T) {
+	const pss, rss = 8456 << 10, 8892 << 10 // of 6571 in basic.txtar
+	for _, opt := range []Options{{}, {NeedStartTime: true, NeedUID: true}, {NeedCgroup: true}} {
+		snap := scanFixture(t, "corners", opt)
+		byPID := map[int]Process{}
+		for _, p := range snap.Procs {
+			byPID[p.PID] = p
+		}
+		for _, tc := range []struct {
+			pid  int
+			name string
+			ram  uint64
+			acc  Accuracy
+		}{
+			// Cut at a line boundary: malformed, the status estimate.
+			{7101, "helper", rss, Estimate},
+			// memfd exe: argv[0], never "memfd:...".
+			{7102, "myserver-daemon", pss, Exact},
+			// The same program with and without a readable exe link.
+			{7103, "app.py [python3.11]", pss, Exact},
+			{7104, "app.py [python3.11]", pss, Exact},
+		} {
+			p, ok := byPID[tc.pid]
+			if !ok {
+				t.Errorf("%+v: pid %d missing", opt, tc.pid)
+				continue
+			}
+			if p.Name != tc.name || p.RAM != tc.ram || p.Accuracy != tc.acc {
+				t.Errorf("%+v: pid %d = %q %d %v, want %q %d %v", opt, tc.pid, p.Name, p.RAM, p.Accuracy, tc.name, tc.ram, tc.acc)
+			}
+		}
+		if p := byPID[7101]; p.Cause != CauseMalformed || snap.Malformed != 1 {
+			t.Errorf("%+v: 7101 cause %v, snapshot malformed %d; want malformed, 1", opt, p.Cause, snap.Malformed)
+		}
+		// Exited mid-read: gone, not a row.
+		if _, ok := byPID[7105]; ok || snap.Gone != 1 {
+			t.Errorf("%+v: 7105 listed %v, gone %d; want absent, 1", opt, ok, snap.Gone)
+		}
+		// No MemAvailable: the kernel's estimate from the zone
+		// watermarks, never 0.
+		m := snap.Meminfo
+		if !snap.MeminfoOK || m.Available != AvailableEstimated || m.MemAvailable == 0 || m.MemAvailable > m.MemTotal {
+			t.Errorf("%+v: meminfo ok %v, MemAvailable %d of %d (%v), want an estimate", opt, snap.MeminfoOK, m.MemAvailable, m.MemTotal, m.Available)
+		}
+		if m.SwapCached != 10<<20 {
+			t.Errorf("SwapCached = %d, want 10 MiB", m.SwapCached)
+		}
+	}
+}
+
+func TestScanLeaderExited(t *testing.T) {
+	for _, opt := range []Options{{}, {NeedStartTime: true}, {Fast: true}, {NoNames: true, NeedCgroup: true}} {
+		snap := scanFixture(t, "leader-exited", opt)
+		if len(snap.Procs) != 1 || snap.Kernel != 0 {
+			t.Fatalf("%+v: %d processes, %d kernel; want the leader-exited process listed", opt, len(snap.Procs), snap.Kernel)
+		}
+		p := snap.Procs[0]
+		want := uint64(35268 << 10) // task/5354/smaps_rollup Pss
+		if opt.Fast {
+			want = 35276 << 10 // task/5354/status VmRSS
+		}
+		if p.PID != 5352 || p.RAM != want {
+			t.Errorf("%+v: pid %d RAM %d, want 5352 %d", opt, p.PID, p.RAM, want)
+		}
+		if !opt.NoNames && p.Name != "lx" {
+			t.Errorf("%+v: name %q, want lx", opt, p.Name)
+		}
+		if opt.NeedStartTime && p.StartTime != 126271 {
+			t.Errorf("StartTime = %d, want the leader's 126271", p.StartTime)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,7 +26,7 @@ func init() {
 // childSpec is what a child decodes from its environment.
 type childSpec struct {
 	private, file, memfd, cow int64
-	exit                      bool
+	exit, leaderExit          bool
 }
 
 func parseChildSpec(enc string) (childSpec, error) {
@@ -47,6 +48,8 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.cow = n
 		case "exit":
 			c.exit = n != 0
+		case "leaderexit":
+			c.leaderExit = n != 0
 		default:
 			return c, fmt.Errorf("unknown field %q", k)
 		}
@@ -117,13 +120,39 @@ func runChild(enc, cgroup string) int {
 	// mappings hold the objects.
 	unix.Close(fdFile)
 	unix.Close(fdMemfd)
+	var started chan struct{}
+	if c.leaderExit {
+		// Another thread takes over the wait on the lifeline before the
+		// main thread goes.
+		started = make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(started)
+			os.Exit(waitLifeline())
+		}()
+		<-started
+	}
 	if _, err := unix.Write(fdReady, []byte(fmt.Sprintf("ready %d %d\n", pid, gpid))); err != nil {
 		return 1
 	}
 	unix.Close(fdReady)
+	if c.leaderExit {
+		// Package initialisation runs on the main goroutine locked to
+		// the main thread, so this exit(2) (not exit_group) ends the
+		// thread-group leader alone. syscall.Syscall rather than
+		// RawSyscall: the runtime then hands this thread's P to the
+		// waiting thread once the leader is gone.
+		syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0)
+	}
+	return waitLifeline()
+}
 
-	// Block until the parent closes the lifeline or dies; a blocking
-	// read keeps the runtime from declaring a deadlock and costs nothing.
+// waitLifeline blocks until the parent closes the lifeline or dies and
+// returns the child's exit code.
+func waitLifeline() int {
+
+	// A blocking read keeps the runtime from declaring a deadlock and
+	// costs nothing.
 	var b [1]byte
 	for {
 		n, err := unix.Read(fdLifeline, b[:])

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ProcKB reads a /proc/PID file of "Key:   N kB" lines (smaps_rollup,
@@ -55,4 +56,33 @@ func StartTime(pid int) (uint64, error) {
 		return 0, fmt.Errorf("stat of %d: %d fields", pid, len(f)+2)
 	}
 	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// WaitLeaderExited waits up to timeout for the main thread of pid (a child
+// started with Spec.LeaderExit) to exit while other threads run on, and
+// returns one of those threads: /proc/PID/task/TID/smaps_rollup of it is
+// the ground truth for the process's memory.
+func WaitLeaderExited(pid int, timeout time.Duration) (tid int, err error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Contains(st, []byte("\nState:\tZ")) && !bytes.Contains(st, []byte("\nThreads:\t1\n")) {
+			ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+			if err != nil {
+				return 0, err
+			}
+			for _, e := range ents {
+				if t, _ := strconv.Atoi(e.Name()); t != pid && t > 0 {
+					return t, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("main thread of %d did not exit alone within %v", pid, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

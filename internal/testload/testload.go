@@ -52,6 +52,11 @@ type Spec struct {
 	Cgroup string
 	// Dir is where the FileShared file is created; "" means os.TempDir().
 	Dir string
+	// LeaderExit makes each child's main thread exit once the memory is
+	// touched, while another thread runs on and keeps the address space:
+	// the thread-group leader is then a zombie with Threads above 1, and
+	// /proc/PID shows no memory. Wait for it with WaitLeaderExited.
+	LeaderExit bool
 }
 
 // childEnv carries the encoded Spec to a child; its presence is what makes
@@ -304,6 +309,9 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	fmt.Fprintf(&b, "private=%d,file=%d,memfd=%d,cow=%d", spec.Private, spec.FileShared, spec.MemfdShared, spec.COW)
 	if exitAfterTouch {
 		b.WriteString(",exit=1")
+	}
+	if spec.LeaderExit {
+		b.WriteString(",leaderexit=1")
 	}
 	env := []string{childEnv + "=" + b.String(), "GOMAXPROCS=1", "GOGC=off"}
 	if spec.Cgroup != "" {
