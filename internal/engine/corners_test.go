@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"strconv"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestLiveLeaderExited(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opt.PIDs = []int{pid}
+			tc.opt.FS = fstest.Open(t, "/proc")
 			e := newEngine(t, tc.opt)
 			for tick := 1; tick <= 3; tick++ {
 				var snap sample.Snapshot

@@ -5,6 +5,7 @@ package sample_test
 // scan_test.go.
 
 import (
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,7 +83,7 @@ func TestIntegrationLeaderExited(t *testing.T) {
 
 	// A scan of the whole host lists it too, rather than counting it
 	// among kernel threads and zombies.
-	s, err := sample.NewScanner(sample.Options{})
+	s, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc")})
 	if err != nil {
 		t.Fatal(err)
 	}
