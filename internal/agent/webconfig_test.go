@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -140,7 +141,10 @@ func serveWeb(t testing.TB, cfg *WebConfig, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: cfg.Handler(h), TLSConfig: cfg.TLSConfig(), ReadHeaderTimeout: 10 * time.Second}
+	// Handshake failures are what some tests provoke: keep them out of
+	// the output.
+	srv := &http.Server{Handler: cfg.Handler(h), TLSConfig: cfg.TLSConfig(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
 	scheme := "http"
 	if cfg.TLSConfig() != nil {
 		scheme = "https"
