@@ -18,8 +18,11 @@
 // into a buffer that scrapes copy; only the agent's own figures (snapshot
 // age, scrape counts, CPU and memory) are rendered per scrape.
 //
-// It does not listen on sockets itself beyond [Serve]; flags and
-// environment variables are cmd/memwho's business.
+// Who may read the figures is decided where they are served: [ListenUnix]
+// creates the unix socket whose permissions admit its owner and group,
+// and [WebConfig] guards a TCP listener with TLS and basic auth. Flags,
+// environment variables and the listeners' lifetimes are cmd/memwho's
+// business.
 package agent
 
 import (
