@@ -101,7 +101,7 @@ if section overhead; then
 	done
 	port=$(( 20000 + RANDOM % 20000 ))
 	# shellcheck disable=SC2086
-	"$TMP/memwho" serve --listen "127.0.0.1:$port" $SERVE_FLAGS 2>"$TMP/agent.err" &
+	"$TMP/memwho" serve --listen "127.0.0.1:$port" --no-auth $SERVE_FLAGS 2>"$TMP/agent.err" &
 	AGENT_PID=$!
 	url="http://127.0.0.1:$port/metrics"
 	for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.2; done

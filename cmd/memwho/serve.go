@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +32,18 @@ cost. Walks of /proc happen when Prometheus scrapes, at most once per
 their figures (see docs/agent.md).
 
 Flags:
-  --listen ADDR          serve metrics on ADDR (default 127.0.0.1:9743)
+  --socket PATH          serve metrics over HTTP on a unix socket at PATH
+                         (default /run/memwho/memwho.sock when --listen is
+                         not given); mode 0660: the owner and the group
+                         read the figures
+  --socket-group NAME    group of the socket (default: the process's group)
+  --listen ADDR          also serve metrics on TCP ADDR; needs --web-config
+                         or --no-auth
+  --web-config FILE      TLS and basic auth for --listen, in the format of
+                         Prometheus' web configuration file (see
+                         docs/agent.md)
+  --no-auth              allow --listen without --web-config: anyone who
+                         can connect to ADDR reads the figures
   --by KEY               group by program (default), user or cgroup
   --top-processes K      add per-process series for the K processes using
                          the most RAM (default 0, at most 1000)
@@ -45,8 +59,17 @@ Flags:
                          take (default 0.01)
   --fast                 RSS-based estimates only, no page-table walks
   --proc DIR             read the procfs tree at DIR (default /proc)
-  --debug-listen ADDR    serve net/http/pprof on ADDR, loopback only (off)
+  --debug-socket PATH    serve net/http/pprof on a unix socket at PATH
+                         (mode 0600; off)
+  --debug-socket-group NAME
+                         let group NAME use the debug socket too (0660)
   --once                 print the metrics of one walk to stdout and exit
+
+The figures (exact memory of every process on the host) are gathered with
+capabilities, so they are served only to whom the socket's permissions
+or the web configuration admit. Both sockets are created in a directory
+only their owner may write (created 0750 when missing); a symlink or any
+file but a stale socket at PATH is refused.
 
 Every flag can also be set by an environment variable named MEMWHO_ and
 the flag in capitals with - as _ (MEMWHO_LISTEN, MEMWHO_TOP_PROCESSES);
@@ -56,15 +79,12 @@ their TCP connections (contrib/memwho.service grants both).
 
 Examples:
   memwho serve
-  memwho serve --listen :9743 --by cgroup --top-processes 20
-  MEMWHO_LISTEN=0.0.0.0:9743 memwho serve
+  curl --unix-socket /run/memwho/memwho.sock http://localhost/metrics
+  memwho serve --socket-group memwho --by cgroup --top-processes 20
+  memwho serve --listen :9743 --web-config /etc/memwho/web.yml
+  MEMWHO_LISTEN=127.0.0.1:9743 MEMWHO_NO_AUTH=1 memwho serve
   memwho serve --once | promtool check metrics
 `
-
-// defaultListen is the agent's address: loopback, so that nothing is
-// exposed until someone chooses to. Port 9743 is in the range Prometheus
-// exporters use (9100-9999) and not in /etc/services; see docs/agent.md.
-const defaultListen = "127.0.0.1:9743"
 
 type serveFlags struct {
 	listen, by, procDir, debugListen string
@@ -72,10 +92,21 @@ type serveFlags struct {
 	conns, fast, once                bool
 	minInterval, scrapeTimeout       time.Duration
 	walkBudget                       float64
+
+	// Who reads the figures (docs/agent.md, "Who can read the figures").
+	socket, socketGroup, webConfig string
+	debugSocket, debugSocketGroup  string
+	noAuth                         bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.listen, "listen", defaultListen, "")
+	fs.StringVar(&f.socket, "socket", "", "")
+	fs.StringVar(&f.socketGroup, "socket-group", "", "")
+	fs.StringVar(&f.listen, "listen", "", "")
+	fs.StringVar(&f.webConfig, "web-config", "", "")
+	fs.BoolVar(&f.noAuth, "no-auth", false, "")
+	fs.StringVar(&f.debugSocket, "debug-socket", "", "")
+	fs.StringVar(&f.debugSocketGroup, "debug-socket-group", "", "")
 	fs.StringVar(&f.by, "by", "program", "")
 	fs.IntVar(&f.top, "top-processes", 0, "")
 	fs.BoolVar(&f.conns, "conns", true, "")
@@ -127,6 +158,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var lp listenPlan
+	if !f.once {
+		// Refuse a listener that would expose the figures before the
+		// first walk, and before any socket exists. The web config and
+		// its certificates are read here, before enterScan, with the
+		// user's own rights.
+		if lp, err = f.plan(); err != nil {
+			return err
+		}
+	}
 	procFS, err := enterScan("serve", f.procDir, f.conns && !f.fast, stderr)
 	if err != nil {
 		return err
@@ -149,30 +190,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	ln, err := net.Listen("tcp", f.listen)
+	servers, err := lp.listen(a.Handler(), opt.ScrapeTimeout, stderr)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return err
 	}
-	srv := &http.Server{
-		Handler:           a.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      opt.ScrapeTimeout + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(stderr, "memwho: serving metrics on http://%s/metrics\n", ln.Addr())
-
-	var dbg *http.Server
-	if f.debugListen != "" {
-		dln, err := net.Listen("tcp", f.debugListen)
-		if err != nil {
-			srv.Close()
-			return fmt.Errorf("--debug-listen: %w", err)
-		}
-		dbg = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- dbg.Serve(dln) }()
-		fmt.Fprintf(stderr, "memwho: serving pprof on http://%s/debug/pprof/\n", dln.Addr())
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.serve() }()
 	}
 
 	// The first walk reads every process in full; start it now so that
@@ -185,14 +209,188 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	srv.Shutdown(sctx)
-	if dbg != nil {
-		dbg.Shutdown(sctx)
+	for _, s := range servers {
+		s.srv.Shutdown(sctx)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// listenPlan is what serve listens on, checked before anything is
+// created.
+type listenPlan struct {
+	socket   string // "" for none
+	sockGID  int    // -1: the process's group
+	tcp      string // "" for none
+	web      *agent.WebConfig
+	debug    string
+	debugGID int
+}
+
+// plan checks the listener flags. Without --socket and --listen the
+// agent serves the default socket; --listen alone serves TCP only.
+func (f *serveFlags) plan() (listenPlan, error) {
+	p := listenPlan{socket: f.socket, tcp: f.listen, debug: f.debugSocket}
+	if f.debugListen != "" {
+		return p, usagef("--debug-listen was removed: pprof exposes the agent's memory and is served only on a unix socket; use --debug-socket PATH")
+	}
+	if p.socket == "" && p.tcp == "" {
+		p.socket = agent.DefaultSocket
+	}
+	var err error
+	if p.sockGID, err = groupID("--socket-group", f.socketGroup); err != nil {
+		return p, err
+	}
+	if f.socketGroup != "" && p.socket == "" {
+		return p, usagef("--socket-group: applies to --socket, and --listen alone serves no socket")
+	}
+	if p.debugGID, err = groupID("--debug-socket-group", f.debugSocketGroup); err != nil {
+		return p, err
+	}
+	if f.debugSocketGroup != "" && p.debug == "" {
+		return p, usagef("--debug-socket-group: applies to --debug-socket")
+	}
+	if p.debug != "" && p.debug == p.socket {
+		return p, usagef("--debug-socket: %s is also the metrics socket", p.debug)
+	}
+	if p.tcp == "" {
+		if f.webConfig != "" || f.noAuth {
+			return p, usagef("--web-config and --no-auth apply to --listen ADDR; the unix socket is guarded by its permissions")
+		}
+		return p, nil
+	}
+	if _, _, err := net.SplitHostPort(p.tcp); err != nil {
+		return p, usagef("--listen: %v", err)
+	}
+	switch {
+	case f.webConfig != "" && f.noAuth:
+		return p, usagef("--no-auth contradicts --web-config: choose one")
+	case f.webConfig == "" && !f.noAuth:
+		return p, usagef("--listen %s needs --web-config FILE (TLS, basic auth) to say who may read the figures, or --no-auth to let anyone who can connect read them", p.tcp)
+	case f.webConfig != "":
+		// Opened with the user's rights: the agent may hold
+		// CAP_DAC_READ_SEARCH, and a YAML error quotes the file.
+		p.web, err = agent.LoadWebConfig(f.webConfig, openInput)
+		if errors.Is(err, agent.ErrNoAccessControl) {
+			return p, usagef("--web-config: %v; --no-auth says that openly", err)
+		}
+		if err != nil {
+			return p, fmt.Errorf("--web-config: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// groupID resolves --socket-group: a name from the group database or a
+// number; "" is -1, the process's own group.
+func groupID(flagName, name string) (int, error) {
+	if name == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		return n, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return -1, usagef("%s: %v", flagName, err)
+	}
+	n, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return -1, usagef("%s: group %s has gid %q", flagName, name, g.Gid)
+	}
+	return n, nil
+}
+
+// server is one listener and the HTTP server on it.
+type server struct {
+	srv *http.Server
+	ln  net.Listener
+	tls bool
+}
+
+func (s *server) serve() error {
+	if s.tls {
+		// The certificate comes from TLSConfig.GetCertificate.
+		return s.srv.ServeTLS(s.ln, "", "")
+	}
+	return s.srv.Serve(s.ln)
+}
+
+// listen creates the listeners of p and their servers; on error it
+// closes those already made (which removes their socket files).
+func (p listenPlan) listen(metrics http.Handler, scrapeTimeout time.Duration, stderr io.Writer) ([]*server, error) {
+	var out []*server
+	fail := func(err error) ([]*server, error) {
+		for _, s := range out {
+			s.ln.Close()
+		}
+		return nil, err
+	}
+	newServer := func(h http.Handler, ln net.Listener) *server {
+		s := &server{ln: ln, srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			WriteTimeout:      scrapeTimeout + 30*time.Second,
+			IdleTimeout:       2 * time.Minute,
+		}}
+		out = append(out, s)
+		return s
+	}
+	if p.socket != "" {
+		ln, err := agent.ListenUnix(p.socket, agent.SocketOptions{Mode: 0o660, GID: p.sockGID})
+		if err != nil {
+			return fail(fmt.Errorf("--socket: %w", err))
+		}
+		newServer(metrics, ln)
+		fmt.Fprintf(stderr, "memwho: serving metrics on unix socket %s (curl --unix-socket %[1]s http://localhost/metrics)\n", ln.Addr())
+	}
+	if p.tcp != "" {
+		ln, err := net.Listen("tcp", p.tcp)
+		if err != nil {
+			return fail(fmt.Errorf("--listen: %w", err))
+		}
+		h, scheme, how := metrics, "http", "no authentication"
+		if p.web != nil {
+			h = p.web.Handler(metrics)
+			var ways []string
+			if p.web.BasicAuth() {
+				ways = append(ways, "basic auth")
+			}
+			if c := p.web.TLSConfig(); c != nil {
+				scheme = "https"
+				if c.ClientAuth == tls.RequireAndVerifyClientCert {
+					ways = append(ways, "client certificates")
+				}
+			}
+			how = strings.Join(ways, " and ")
+		}
+		s := newServer(h, ln)
+		if p.web != nil && p.web.TLSConfig() != nil {
+			s.srv.TLSConfig = p.web.TLSConfig()
+			s.tls = true
+		}
+		fmt.Fprintf(stderr, "memwho: serving metrics on %s://%s/metrics (%s)\n", scheme, ln.Addr(), how)
+		if p.web == nil {
+			fmt.Fprintf(stderr, "memwho: warning: --no-auth: anyone who can connect to %s reads the figures\n", ln.Addr())
+		} else if !s.tls && !loopback(p.tcp) {
+			fmt.Fprintln(stderr, "memwho: warning: basic auth without tls_server_config: passwords cross the network in clear")
+		}
+	}
+	if p.debug != "" {
+		mode := os.FileMode(0o600)
+		if p.debugGID >= 0 {
+			mode = 0o660
+		}
+		ln, err := agent.ListenUnix(p.debug, agent.SocketOptions{Mode: mode, GID: p.debugGID})
+		if err != nil {
+			return fail(fmt.Errorf("--debug-socket: %w", err))
+		}
+		newServer(pprofMux(), ln).srv.WriteTimeout = 0 // profiles take --seconds
+		fmt.Fprintf(stderr, "memwho: serving pprof on unix socket %s\n", ln.Addr())
+	}
+	return out, nil
 }
 
 // options validates the flags into agent options.
@@ -220,16 +418,6 @@ func (f *serveFlags) options() (agent.Options, error) {
 	if !(f.walkBudget > 0 && f.walkBudget <= 1) { // NaN fails too
 		return opt, usagef("--walk-budget: %g is not a fraction in (0, 1]", f.walkBudget)
 	}
-	if !f.once {
-		if _, _, err := net.SplitHostPort(f.listen); err != nil {
-			return opt, usagef("--listen: %v", err)
-		}
-	}
-	if f.debugListen != "" {
-		if err := loopbackOnly(f.debugListen); err != nil {
-			return opt, usagef("--debug-listen: %v", err)
-		}
-	}
 	return agent.Options{
 		Engine: engine.Options{
 			FullEvery:  f.fullEvery,
@@ -245,21 +433,18 @@ func (f *serveFlags) options() (agent.Options, error) {
 	}, nil
 }
 
-// loopbackOnly accepts HOST:PORT whose host is a loopback address or
-// "localhost": pprof exposes memory contents and must not leave the host.
-func loopbackOnly(addr string) error {
+// loopback reports whether HOST:PORT names a loopback host, where a
+// password sent in clear does not leave the machine.
+func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return err
+		return false
 	}
 	if host == "localhost" {
-		return nil
+		return true
 	}
 	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("%q is not a loopback address (use 127.0.0.1 or [::1]): pprof must not be reachable from the network", host)
-	}
-	return nil
+	return ip != nil && ip.IsLoopback()
 }
 
 // pprofMux serves net/http/pprof's handlers on a mux of its own: the

@@ -18,8 +18,11 @@
 // into a buffer that scrapes copy; only the agent's own figures (snapshot
 // age, scrape counts, CPU and memory) are rendered per scrape.
 //
-// It does not listen on sockets itself beyond [Serve]; flags and
-// environment variables are cmd/memwho's business.
+// Who may read the figures is decided where they are served: [ListenUnix]
+// creates the unix socket whose permissions admit its owner and group,
+// and [WebConfig] guards a TCP listener with TLS and basic auth. Flags,
+// environment variables and the listeners' lifetimes are cmd/memwho's
+// business.
 package agent
 
 import (
@@ -69,6 +72,10 @@ const (
 type Agent struct {
 	opt Options
 	eng *engine.Engine
+	// beforeWalk, when set (by tests), runs at the start of every walk:
+	// a walk that hangs, which no file in a procfs tree can make happen
+	// since memwho never opens a FIFO or blocks on a read.
+	beforeWalk func()
 
 	mu        sync.Mutex
 	cur       *state    // last complete walk; nil before the first
@@ -194,6 +201,9 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration) (timedOut bool
 func (a *Agent) walk(f *flight, start time.Time) {
 	snap := &a.snaps[a.next]
 	a.next ^= 1
+	if a.beforeWalk != nil {
+		a.beforeWalk()
+	}
 	err := a.eng.Scan(snap)
 	dur := time.Since(start)
 	st := &state{snap: snap, time: start, err: err, walkDur: dur, oldest: start}

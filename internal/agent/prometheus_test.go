@@ -88,14 +88,32 @@ func TestPrometheus(t *testing.T) {
 	const group = "memwho-promtest"
 	startNamed(t, group)
 
-	a, err := New(Options{Engine: engine.Options{Conns: true}, MinInterval: 500 * time.Millisecond, Version: "test"})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, "/proc"), Conns: true}, MinInterval: 500 * time.Millisecond, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	target := serve(t, a)
 
+	// The same agent behind the access control of a web configuration:
+	// basic auth over TLS (a self-signed certificate made here), and
+	// basic auth over plain HTTP. A job with a wrong password must get
+	// nothing.
 	dir := t.TempDir()
+	cert := newTestCert(t, dir, "server")
+	tlsWeb, err := LoadWebConfig(writeConfig(t, t.TempDir(), fmt.Sprintf(
+		"tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n",
+		cert.certFile, cert.keyFile, hashOf(t, "s3cret"))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsTarget := strings.TrimPrefix(serveWeb(t, tlsWeb, a.Handler()), "https://")
+	basicWeb, err := LoadWebConfig(writeConfig(t, t.TempDir(), "basic_auth_users:\n  prometheus: "+hashOf(t, "s3cret")+"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	basicTarget := strings.TrimPrefix(serveWeb(t, basicWeb, a.Handler()), "http://")
+
 	cfg := filepath.Join(dir, "prometheus.yml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -103,8 +121,29 @@ func TestPrometheus(t *testing.T) {
 scrape_configs:
   - job_name: memwho
     static_configs:
-      - targets: ['%s']
-`, target)), 0o644)
+      - targets: ['%[1]s']
+  - job_name: memwho-tls
+    scheme: https
+    basic_auth: {username: prometheus, password: s3cret}
+    tls_config: {ca_file: '%[2]s'}
+    static_configs:
+      - targets: ['%[3]s']
+  - job_name: memwho-basic
+    basic_auth: {username: prometheus, password: s3cret}
+    static_configs:
+      - targets: ['%[4]s']
+  - job_name: memwho-wrong-password
+    scheme: https
+    basic_auth: {username: prometheus, password: guess}
+    tls_config: {ca_file: '%[2]s'}
+    static_configs:
+      - targets: ['%[3]s']
+  - job_name: memwho-untrusted-cert
+    scheme: https
+    basic_auth: {username: prometheus, password: s3cret}
+    static_configs:
+      - targets: ['%[3]s']
+`, target, cert.certFile, tlsTarget, basicTarget)), 0o644)
 	port := freePort(t)
 	promAddr := fmt.Sprintf("127.0.0.1:%d", port)
 	var log bytes.Buffer
@@ -138,7 +177,7 @@ scrape_configs:
 		return r.Data.Result, nil
 	}
 
-	q := `memwho_group_pss_bytes{group="` + group + `"}`
+	q := `memwho_group_pss_bytes{job="memwho",group="` + group + `"}`
 	deadline := time.Now().Add(90 * time.Second)
 	var res []promSample
 	for {
@@ -158,9 +197,9 @@ scrape_configs:
 		t.Errorf("series labels %v", res[0].Metric)
 	}
 	for q, want := range map[string]float64{
-		`memwho_group_processes{group="` + group + `"}`: 1,
-		`up{job="memwho"}`:                1,
-		`memwho_agent_info{by="program"}`: 1,
+		`memwho_group_processes{job="memwho",group="` + group + `"}`: 1,
+		`up{job="memwho"}`: 1,
+		`memwho_agent_info{job="memwho",by="program"}`: 1,
 	} {
 		res, err := query(q)
 		if err != nil || len(res) != 1 {
@@ -169,6 +208,39 @@ scrape_configs:
 		}
 		if v := res[0].value(); v != want {
 			t.Errorf("%s = %v, want %v", q, v, want)
+		}
+	}
+
+	// Through the access control: the series arrives over TLS with the
+	// password and over plain HTTP with it; never with a wrong password
+	// or without trusting the certificate.
+	// Positive checks first: once the series came through TLS, the
+	// failing jobs have had their scrapes too.
+	for _, c := range []struct {
+		q    string
+		want float64
+	}{
+		{`memwho_group_processes{job="memwho-tls",group="` + group + `"}`, 1},
+		{`memwho_group_processes{job="memwho-basic",group="` + group + `"}`, 1},
+		{`up{job="memwho-tls"}`, 1},
+		{`up{job="memwho-basic"}`, 1},
+		{`up{job="memwho-wrong-password"}`, 0},
+		{`up{job="memwho-untrusted-cert"}`, 0},
+		{`count({job="memwho-wrong-password",__name__=~"memwho_.*"}) or vector(0)`, 0},
+		{`count({job="memwho-untrusted-cert",__name__=~"memwho_.*"}) or vector(0)`, 0},
+	} {
+		q, want := c.q, c.want
+		var res []promSample
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			res, err = query(q)
+			if err == nil && len(res) == 1 && res[0].value() == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: %v %v, want one sample of value %v; prometheus log:\n%s", q, res, err, want, log.String())
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 }
@@ -216,7 +288,7 @@ func TestLoad(t *testing.T) {
 	}
 	const rate = 200
 	const minInterval = time.Second
-	a, err := New(Options{Engine: engine.Options{Conns: true}, MinInterval: minInterval, TopProcesses: 20, Version: "test"})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, "/proc"), Conns: true}, MinInterval: minInterval, TopProcesses: 20, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

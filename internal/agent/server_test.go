@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,15 +119,12 @@ func TestScrapeTimeout(t *testing.T) {
 		t.Fatalf("first scrape:\n%s", first)
 	}
 
-	// A new process whose smaps_rollup blocks the reader.
+	// A new process appears, and the next walk hangs until released.
 	if err := os.CopyFS(filepath.Join(root, "7000"), os.DirFS(filepath.Join(root, "6571"))); err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(root, "7000", "smaps_rollup")
-	os.Remove(fifo)
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	release := make(chan struct{})
+	a.beforeWalk = func() { <-release }
 	time.Sleep(5 * time.Millisecond)
 	start := time.Now()
 	second := scrape(t, srv.URL+"/metrics")
@@ -144,24 +140,11 @@ func TestScrapeTimeout(t *testing.T) {
 		t.Errorf("walks completed = %d, want 1 while the second hangs", w)
 	}
 
-	// Unblock the walk: write a rollup into the FIFO.
-	rollup, err := os.ReadFile(filepath.Join(root, "6571", "smaps_rollup"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(rollup)
-	f.Close()
+	close(release)
 	deadline := time.Now().Add(10 * time.Second)
 	for a.Walks() < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	// The FIFO is empty now; make it a file again for later walks.
-	os.Remove(fifo)
-	os.WriteFile(fifo, rollup, 0o644)
 	if third := string(a.WriteMetrics(nil)); !strings.Contains(third, "memwho_processes 5\n") {
 		t.Errorf("after the walk finished:\n%s", grep(third, "memwho_processes "))
 	}
@@ -189,16 +172,9 @@ func TestPrometheusTimeoutHeader(t *testing.T) {
 	}
 	defer a.Close()
 	a.Refresh(context.Background(), time.Minute)
-	fifo := filepath.Join(root, "6570", "smaps_rollup")
-	os.Remove(fifo)
-	syscall.Mkfifo(fifo, 0o644)
-	// Make 6570 walk again: its statm moves.
-	statm := filepath.Join(root, "6570", "statm")
-	b, _ := os.ReadFile(statm)
-	f := bytes.Fields(b)
-	f[1] = append(f[1], '1')
-	os.WriteFile(statm, append(bytes.Join(f, []byte(" ")), '\n'), 0o644)
-	time.Sleep(5 * time.Millisecond)
+	// The next walk hangs until released.
+	release := make(chan struct{})
+	a.beforeWalk = func() { <-release }
 
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
@@ -214,16 +190,13 @@ func TestPrometheusTimeoutHeader(t *testing.T) {
 		t.Errorf("scrape took %v with a 0.75 s announced timeout", d)
 	}
 	// Release the walk so Close can finish.
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
-	rollup, _ := os.ReadFile(filepath.Join(root, "6571", "smaps_rollup"))
-	w.Write(rollup)
-	w.Close()
+	close(release)
 }
 
 // BenchmarkScrape measures one scrape of a snapshot already taken (no
 // walk): what 200 scrapes a second cost the agent.
 func BenchmarkScrape(b *testing.B) {
-	a, err := New(Options{Engine: engine.Options{Conns: true}, MinInterval: time.Hour, TopProcesses: 20})
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(b, "/proc"), Conns: true}, MinInterval: time.Hour, TopProcesses: 20})
 	if err != nil {
 		b.Fatal(err)
 	}
