@@ -17,16 +17,26 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
+  # As root, apt-get directly (a fresh machine may have no sudo); as a
+  # normal user, through sudo when it works without a password prompt.
+  as_root=()
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      as_root=(sudo -n)
+    else
+      as_root=(false)
+    fi
+  fi
+  if [ "${as_root[0]:-}" = false ]; then
+    echo "test.sh: not root and no password-less sudo: cannot install ${missing[*]}; the tests that need them will skip"
+  else
     echo "test.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    "${as_root[@]}" apt-get update -qq
     # Keep package-shipped services from starting: the tests start their own.
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    rm -f /usr/sbin/policy-rc.d
-  else
-    echo "test.sh: not root, cannot install ${missing[*]}; the tests that need them will skip"
+    "${as_root[@]}" sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    "${as_root[@]}" rm -f /usr/sbin/policy-rc.d
   fi
 fi
 

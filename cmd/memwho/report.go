@@ -161,6 +161,10 @@ func (f *reportFlags) plan() (*reportPlan, error) {
 	if f.total && (f.json || f.csv) {
 		return nil, usagef("--total prints one number; it excludes --json and --csv")
 	}
+	if f.sandbox && (f.cpuprofile != "" || f.memprofile != "") {
+		// Landlock forbids the rename that publishes a file.
+		return nil, usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
+	}
 	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
 		// A profile would be written by the privileged binary: keep
 		// the code that runs with capabilities to reading /proc and
@@ -206,10 +210,6 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// nothing and the --sandbox can forbid new opens.
 	var mf *atomicfile.File
 	create := createOutput
-	if f.sandbox {
-		// Landlock will forbid the rename that publishes a file.
-		create = createOutputInPlace
-	}
 	if f.memprofile != "" {
 		// Record every allocation: a report allocates little, and the
 		// default rate (one sample per 512 KiB) would show none of it.
@@ -392,13 +392,6 @@ func createOutput(path string) (*atomicfile.File, error) {
 	return atomicfile.CreateWith(path, 0, privilege.OpenFile)
 }
 
-// createOutputInPlace is createOutput for a run that will be sandboxed
-// (--sandbox) before it commits: it writes path itself, never through a
-// symlink, because Landlock forbids the rename (see
-// atomicfile.CreateInPlace). A failed write still fails the run.
-func createOutputInPlace(path string) (*atomicfile.File, error) {
-	return atomicfile.CreateInPlace(path, 0, privilege.OpenFile)
-}
 
 // openInput opens a file the user asked us to read, with the user's
 // identity (see createOutput): nothing the user could not read.

@@ -64,8 +64,6 @@ type File struct {
 	tmp  string // temporary file's base name in dir
 	err  error  // first write error
 	done bool
-	// inPlace: f is the target itself (CreateInPlace); dir is nil.
-	inPlace bool
 }
 
 // Create starts writing path with mode perm (DefaultPerm when 0, reduced
@@ -127,28 +125,6 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 	}
 	dir.Close()
 	return nil, &os.PathError{Op: "create", Path: path, Err: errors.New("no free temporary name")}
-}
-
-// CreateInPlace writes path itself instead of a temporary file, for a
-// process that will have lost the right to rename or create files
-// (memwho's Landlock --sandbox) by the time it commits. It still never
-// follows a symlink at path (O_NOFOLLOW) and Commit still reports every
-// write error and syncs; but the old content is gone at once, and a
-// failed write leaves a partial file that Abort cannot remove. Use
-// Create wherever the rename is possible.
-func CreateInPlace(path string, perm os.FileMode, open OpenFunc) (*File, error) {
-	if perm == 0 {
-		perm = DefaultPerm
-	}
-	f, err := open(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &os.PathError{Op: "create", Path: path, Err: errors.New("not a regular file")}
-	}
-	return &File{f: f, path: path, inPlace: true}, nil
 }
 
 // tempName returns ".NAME.tmp-" and 16 random hex digits, NAME shortened
@@ -213,18 +189,6 @@ func (f *File) Commit() error {
 		return os.ErrClosed
 	}
 	err := f.err
-	if f.inPlace {
-		f.done = true
-		if err == nil {
-			if serr := f.f.Sync(); serr != nil {
-				err = fmt.Errorf("sync %s: %w", f.path, unwrapPath(serr))
-			}
-		}
-		if cerr := f.f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", f.path, unwrapPath(cerr))
-		}
-		return err
-	}
 	if err == nil {
 		// The rename must not reach the disk before the data does.
 		if serr := f.f.Sync(); serr != nil {
@@ -264,9 +228,6 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	f.f.Close()
-	if f.inPlace {
-		return
-	}
 	unix.Unlinkat(int(f.dir.Fd()), f.tmp, 0)
 	f.dir.Close()
 }
