@@ -3,6 +3,8 @@ package sample
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"math/bits"
 	"os/user"
 	"regexp"
 	"slices"
@@ -106,10 +108,10 @@ func GroupProcs(procs []Process, by By, users *Users) []Group {
 func (g *Group) add(p *Process) {
 	g.Count++
 	g.PIDs = append(g.PIDs, p.PID)
-	g.RAM += p.RAM
-	g.Private += p.Private
-	g.Shared += p.Shared
-	g.Swap += p.Swap
+	g.RAM = addSat(g.RAM, p.RAM)
+	g.Private = addSat(g.Private, p.Private)
+	g.Shared = addSat(g.Shared, p.Shared)
+	g.Swap = addSat(g.Swap, p.Swap)
 	g.Conns += uint64(p.Conns)
 	if p.Accuracy == Estimate {
 		g.Estimated++
@@ -136,10 +138,10 @@ func Total(groups []Group) Group {
 	for i := range groups {
 		g := &groups[i]
 		t.Count += g.Count
-		t.RAM += g.RAM
-		t.Private += g.Private
-		t.Shared += g.Shared
-		t.Swap += g.Swap
+		t.RAM = addSat(t.RAM, g.RAM)
+		t.Private = addSat(t.Private, g.Private)
+		t.Shared = addSat(t.Shared, g.Shared)
+		t.Swap = addSat(t.Swap, g.Swap)
 		t.Conns += g.Conns
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
@@ -239,4 +241,15 @@ func CgroupName(path string) string {
 		return path
 	}
 	return containerID().ReplaceAllStringFunc(path, func(id string) string { return id[:12] })
+}
+
+// addSat is a + b, or the largest uint64 when that overflows: a total of
+// bytes that wrapped would show less than one of its rows. Each process's
+// figure is at most proc.MaxBytes (4 PiB), but a fake tree can hold
+// millions of such processes.
+func addSat(a, b uint64) uint64 {
+	if s, carry := bits.Add64(a, b, 0); carry == 0 {
+		return s
+	}
+	return math.MaxUint64
 }

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"math"
 	"regexp"
 	"slices"
 	"testing"
@@ -76,5 +77,21 @@ func TestParse(t *testing.T) {
 	}
 	if k, err := ParseSort("swap"); err != nil || k != SortSwap {
 		t.Errorf("ParseSort(swap) = %v, %v", k, err)
+	}
+}
+
+// TestTotalsSaturate: sums of bytes stop at the largest uint64 instead of
+// wrapping to a small number (a fake tree of huge processes).
+func TestTotalsSaturate(t *testing.T) {
+	big := uint64(1) << 63
+	procs := []Process{{PID: 1, Comm: "a", RAM: big, Swap: big}, {PID: 2, Comm: "a", RAM: big, Swap: 1}, {PID: 3, Comm: "b", RAM: big}}
+	g := SumProcs(procs)
+	if g.RAM != math.MaxUint64 || g.Swap != big+1 {
+		t.Errorf("SumProcs: RAM %d swap %d, want %d and %d", g.RAM, g.Swap, uint64(math.MaxUint64), big+1)
+	}
+	var users Users
+	groups := GroupProcs(procs, ByPID, &users)
+	if tot := Total(groups); tot.RAM != math.MaxUint64 {
+		t.Errorf("Total: RAM %d, want saturated", tot.RAM)
 	}
 }
