@@ -392,7 +392,6 @@ func createOutput(path string) (*atomicfile.File, error) {
 	return atomicfile.CreateWith(path, 0, privilege.OpenFile)
 }
 
-
 // openInput opens a file the user asked us to read, with the user's
 // identity (see createOutput): nothing the user could not read.
 func openInput(path string) (*os.File, error) {
