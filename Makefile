@@ -1,16 +1,23 @@
 # Convenience targets; scripts/test.sh is the test command.
 #
 #   make                          static binary ./memwho
+#   make release                  the same, stripped, with the version from git describe
 #   sudo make install-privileged  PREFIX=/usr/local GROUP=memwho USERS="alice bob"
 #   sudo make uninstall-privileged
 PREFIX ?= /usr/local
 GROUP ?= memwho
 USERS ?=
 
-.PHONY: build test install-privileged install-privileged-setuid uninstall-privileged
+.PHONY: build release test install-privileged install-privileged-setuid uninstall-privileged
 
 build:
 	CGO_ENABLED=0 go build -trimpath -o memwho ./cmd/memwho
+
+# -X main.version works wherever git does (a linked worktree too); the VCS
+# stamp of -buildvcs=true needs a .git directory (a plain clone), and is
+# what a build without -X falls back to (devel-REV[+dirty] (DATE)).
+release:
+	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o memwho ./cmd/memwho
 
 test:
 	scripts/test.sh
