@@ -13,9 +13,11 @@ USERS ?=
 build:
 	CGO_ENABLED=0 go build -trimpath -o memwho ./cmd/memwho
 
-# -X main.version works wherever git does (a linked worktree too); the VCS
-# stamp of -buildvcs=true needs a .git directory (a plain clone), and is
-# what a build without -X falls back to (devel-REV[+dirty] (DATE)).
+# -X main.version works wherever git does, a linked worktree too. The VCS
+# stamp of -buildvcs=true needs a .git directory (a plain clone; go build
+# does not recognise a worktree's .git file), and there Go also records a
+# pseudo-version (v0.0.0-DATE-REV+dirty). A build without either prints
+# devel-REV[+dirty] (DATE) when only the stamp is there, else (devel).
 release:
 	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o memwho ./cmd/memwho
 
