@@ -1,16 +1,25 @@
 # Convenience targets; scripts/test.sh is the test command.
 #
 #   make                          static binary ./memwho
+#   make release                  the same, stripped, with the version from git describe
 #   sudo make install-privileged  PREFIX=/usr/local GROUP=memwho USERS="alice bob"
 #   sudo make uninstall-privileged
 PREFIX ?= /usr/local
 GROUP ?= memwho
 USERS ?=
 
-.PHONY: build test install-privileged install-privileged-setuid uninstall-privileged
+.PHONY: build release test install-privileged install-privileged-setuid uninstall-privileged
 
 build:
 	CGO_ENABLED=0 go build -trimpath -o memwho ./cmd/memwho
+
+# -X main.version works wherever git does, a linked worktree too. The VCS
+# stamp of -buildvcs=true needs a .git directory (a plain clone; go build
+# does not recognise a worktree's .git file), and there Go also records a
+# pseudo-version (v0.0.0-DATE-REV+dirty). A build without either prints
+# devel-REV[+dirty] (DATE) when only the stamp is there, else (devel).
+release:
+	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o memwho ./cmd/memwho
 
 test:
 	scripts/test.sh
