@@ -290,6 +290,10 @@ type basicAuth struct {
 	good map[string][sha256.Size]byte
 }
 
+// maxBcryptCost bounds the cost of a basic_auth_users hash: at 16 a check
+// takes seconds on a small machine.
+const maxBcryptCost = 16
+
 func newBasicAuth(users map[string]string) (*basicAuth, error) {
 	a := &basicAuth{
 		users: make(map[string][]byte, len(users)),
@@ -309,6 +313,11 @@ func newBasicAuth(users map[string]string) (*basicAuth, error) {
 			// Never quote the value: it may be a password typed in
 			// place of its hash.
 			return nil, fmt.Errorf("user %q: not a bcrypt hash (make one with: htpasswd -nBC 10 %q | cut -d: -f2)", u, u)
+		}
+		if cost > maxBcryptCost {
+			// Each step doubles the time: cost 31 takes hours, at start
+			// (the dummy hash) and for the first scrape.
+			return nil, fmt.Errorf("user %q: bcrypt cost %d is more than %d (seconds per check; Prometheus scrapes every 15 s): make a hash with cost 10 to 14", u, cost, maxBcryptCost)
 		}
 		maxCost = max(maxCost, cost)
 		a.users[u] = h

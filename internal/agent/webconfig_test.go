@@ -287,3 +287,29 @@ func TestWebConfigTLS(t *testing.T) {
 		}
 	})
 }
+
+// FuzzWebConfig: no input makes LoadWebConfig panic, hang on a huge
+// bcrypt cost, or accept a configuration that controls nobody.
+func FuzzWebConfig(f *testing.F) {
+	f.Add("basic_auth_users:\n  alice: $2y$10$abcdefghijklmnopqrstuu5yJ4oD1c7ZP0z8Y3h6t1c8d0Q0b6yW.\n")
+	f.Add("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n  client_auth_type: RequireAndVerifyClientCert\n")
+	f.Add("basic_auth_users:\n  bob: $2a$31$abcdefghijklmnopqrstuu5yJ4oD1c7ZP0z8Y3h6t1c8d0Q0b6yW.\n")
+	f.Add("http_server_config: {}\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		open := func(name string) (*os.File, error) {
+			if name != "web.yml" {
+				return nil, os.ErrNotExist
+			}
+			p := filepath.Join(t.TempDir(), "web.yml")
+			if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+				return nil, err
+			}
+			return os.Open(p)
+		}
+		c, err := LoadWebConfig("web.yml", open)
+		if err == nil && !c.BasicAuth() && (c.TLSConfig() == nil || c.TLSConfig().ClientAuth != tls.RequireAndVerifyClientCert) {
+			t.Fatalf("accepted a configuration that controls nobody: %q", text)
+		}
+	})
+}

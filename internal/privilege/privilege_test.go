@@ -659,3 +659,18 @@ func mustWrite(t *testing.T, path, content string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseMountinfoLine: no line makes the parser panic, and a line
+// is only ever taken for the device asked about.
+func FuzzParseMountinfoLine(f *testing.F) {
+	f.Add("36 35 0:22 / /proc rw,nosuid - proc proc rw,hidepid=invisible,gid=1000", "0:22")
+	f.Add("36 35 0:22 / /proc rw - proc proc rw", "0:22")
+	f.Add("- - - - proc", "-")
+	f.Fuzz(func(t *testing.T, line, dev string) {
+		if _, ok := parseMountinfoLine(line, dev); ok {
+			if fields := strings.Fields(line); len(fields) < 3 || fields[2] != dev {
+				t.Fatalf("line %q taken for device %q", line, dev)
+			}
+		}
+	})
+}

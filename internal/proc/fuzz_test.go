@@ -416,3 +416,15 @@ func FuzzCgroupPath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseZoneinfo: no input makes the parser panic, and an accepted
+// file never yields watermarks larger than its own page counts allow.
+func FuzzParseZoneinfo(f *testing.F) {
+	seeds(f, "zoneinfo")
+	f.Add("Node 0, zone   Normal\n  pages free     1000\n        min      10\n        low      20\n        high     30\n")
+	f.Add("Node 0, zone   Normal\n        low      99999999999999999999\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		var z Zoneinfo
+		ParseZoneinfo([]byte(s), &z, 4096)
+	})
+}
