@@ -300,6 +300,54 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 			t.Errorf("a directory in place of smaps_rollup reported as permission denied: %s", stderr)
 		}
 	})
+	// Finding 4 and 6, through the installed binary: history and export
+	// run as the user, create 0600 files, refuse foreign databases and
+	// neutralise what a hostile name could do to a terminal or a
+	// spreadsheet.
+	t.Run("history files and hostile names out", func(t *testing.T) {
+		own := mustMkdir(t, filepath.Join(e.dir, "own-hist"))
+		os.Chown(own, e.user.UID, e.user.GID)
+		db := filepath.Join(own, "h.db")
+		if _, stderr, code := e.run(t, "record", "--once", "--db", db); code != 0 {
+			t.Fatalf("record: exit %d: %s", code, stderr)
+		}
+		for _, f := range []string{db, db + "-wal", db + "-shm"} {
+			if st, err := os.Stat(f); err == nil && st.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode %v, want 0600", f, st.Mode().Perm())
+			}
+		}
+		stdout, stderr, code := e.run(t, "export", "--db", db)
+		if code != 0 {
+			t.Fatalf("export: exit %d: %s", code, stderr)
+		}
+		if strings.ContainsAny(stdout, "\x1b\u202e") || !strings.Contains(stdout, `\x1b[31mevil\nname`) {
+			t.Errorf("export of the hostile name is not neutralised:\n%s", grepLines(stdout, "evil"))
+		}
+		out := filepath.Join(own, "out.csv")
+		if _, stderr, code := e.run(t, "export", "--db", db, "-o", out); code != 0 {
+			t.Fatalf("export -o: exit %d: %s", code, stderr)
+		} else if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 || int(st.Sys().(*syscall.Stat_t).Uid) != e.user.UID {
+			t.Errorf("export -o: %v %v, want a 0600 file of the user", st, err)
+		}
+		// (Other programs' SQLite files are refused: the store tests.)
+		empty := filepath.Join(own, "empty.db")
+		for _, cmd := range []string{"leaks", "export"} {
+			_, stderr, code := e.run(t, cmd, "--db", empty)
+			if code == 0 {
+				t.Errorf("%s on a missing database: exit 0", cmd)
+			}
+			if _, err := os.Stat(empty); err == nil {
+				t.Errorf("%s created %s: %s", cmd, empty, stderr)
+			}
+		}
+		stdout, stderr, code = e.run(t, "leaks", "--db", db, "--json", "--min-growth", "0")
+		if code != 0 {
+			t.Errorf("leaks --json: exit %d: %s", code, stderr)
+		}
+		if strings.ContainsRune(stdout, '\u202e') || strings.Contains(stdout, "\x1b") {
+			t.Errorf("leaks --json passes raw controls (exit %d, %s):\n%s", code, stderr, stdout)
+		}
+	})
 	t.Run("--walk-budget NaN", func(t *testing.T) {
 		e.checkRefused(t, exitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
 	})
@@ -311,4 +359,15 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 func (e *privEnv) checkNoCapsAtWrite(t *testing.T, fd int, args ...string) {
 	t.Helper()
 	e.capsAtWrite(t, fd, args...)
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
