@@ -417,6 +417,13 @@ func (e *privEnv) checkDroppedAtWrite(t *testing.T) {
 // the fill.
 func (e *privEnv) capsAtWrite(t *testing.T, fd int, args ...string) ([]byte, int) {
 	t.Helper()
+	return e.capsAtWriteCmd(t, fd, e.cmd(args...), args...)
+}
+
+// capsAtWriteCmd is capsAtWrite for a command c that ends by executing
+// memwho (args) in the process it starts.
+func (e *privEnv) capsAtWriteCmd(t *testing.T, fd int, c *exec.Cmd, args ...string) ([]byte, int) {
+	t.Helper()
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -439,7 +446,6 @@ func (e *privEnv) capsAtWrite(t *testing.T, fd int, args ...string) ([]byte, int
 	}
 	syscall.SetNonblock(p[1], false)
 
-	c := e.cmd(args...)
 	var stderr bytes.Buffer
 	if fd == 1 {
 		c.Stdout, c.Stderr = w, &stderr
