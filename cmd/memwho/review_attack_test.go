@@ -212,59 +212,7 @@ func (e *privEnv) checkReviewAttacks(t *testing.T) {
 	// its whole run): the user must not get at it — no ptrace, no
 	// memory, no environ, no fds, no core dump, no traceback — and it
 	// must hold exactly what the policy says on every thread.
-	t.Run("review: running watch is not the user's to inspect", func(t *testing.T) {
-		own := e.ownDir(t, "own-watch")
-		for _, tc := range []struct {
-			flags string
-			eff   string
-		}{
-			{"", "0000000000080000"},        // CAP_SYS_PTRACE
-			{"--conns", "0000000000080004"}, // + CAP_DAC_READ_SEARCH
-		} {
-			script := `cd ` + own + ` && ulimit -c unlimited 2>/dev/null
-GOTRACEBACK=crash MEMWHO_REVIEW_ENV=` + secretText + `-env "$M" watch --plain --interval 1h ` + tc.flags + ` >w.out 2>&1 &
-p=$!
-i=0
-until grep -q total w.out 2>/dev/null; do sleep 0.05; i=$((i+1)); if [ $i -ge 2400 ]; then echo TIMEOUT; break; fi; done
-for s in /proc/$p/task/*/status; do grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' $s | tr '\t\n' '  '; echo; done
-for f in environ mem maps smaps auxv stack syscall personality pagemap; do head -c 64 /proc/$p/$f >/dev/null 2>&1 && echo "READ $f"; done
-ls /proc/$p/fd >/dev/null 2>&1 && echo "READ fd"
-ls /proc/$p/map_files >/dev/null 2>&1 && echo "READ map_files"
-readlink /proc/$p/cwd >/dev/null 2>&1 && echo "READ cwd"
-readlink /proc/$p/exe >/dev/null 2>&1 && echo "READ exe"
-kill -QUIT $p
-wait $p
-echo "EXIT $?"
-cat w.out
-ls`
-			out, code := e.runSh(t, nil, script)
-			logRun(t, "watch "+tc.flags, out, code)
-			if strings.Contains(out, "TIMEOUT") {
-				t.Fatalf("watch %s never printed a frame:\n%s", tc.flags, out)
-			}
-			for line := range strings.Lines(out) {
-				if strings.HasPrefix(line, "READ ") {
-					t.Errorf("watch %s: the user could %s", tc.flags, line)
-				}
-				if strings.HasPrefix(line, "CapInh:") {
-					f := strings.Fields(line)
-					// CapInh: X CapPrm: X CapEff: X CapAmb: X NoNewPrivs: N
-					if len(f) != 10 || f[1] != "0000000000000000" || f[3] != tc.eff || f[5] != tc.eff || f[7] != "0000000000000000" || f[9] != "1" {
-						t.Errorf("watch %s: thread state %q, want permitted = effective = %s, no inheritable/ambient, no_new_privs", tc.flags, line, tc.eff)
-					}
-				}
-			}
-			if !strings.Contains(out, "CapInh:") {
-				t.Errorf("watch %s: no thread status read:\n%s", tc.flags, out)
-			}
-			if strings.Contains(out, "goroutine ") || strings.Contains(out, "rip ") || strings.Contains(out, secretText) {
-				t.Errorf("watch %s: SIGQUIT with GOTRACEBACK=crash printed a traceback or the environment:\n%s", tc.flags, out)
-			}
-			if strings.Contains(out, "core") {
-				t.Errorf("watch %s: a core file was written:\n%s", tc.flags, out)
-			}
-		}
-	})
+	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
 
 	// Environment variables that name files, read lazily by the Go
 	// library while watch --conns holds CAP_DAC_READ_SEARCH: a zone file
@@ -473,6 +421,72 @@ ls`
 		}
 	})
 
+	// Cgroup names are chosen by whoever may create cgroups (a
+	// delegated subtree): the same hostile name as a cgroup, through
+	// --by cgroup, the agent and the history.
+	t.Run("review: hostile cgroup name", func(t *testing.T) {
+		// (The kernel refuses a newline in a cgroup's name.)
+		const cgName = "\u202eevil\x1b]0;pwn\x07\x9b31m\tcg"
+		pid := startRootScript(t, mustMkdir(t, filepath.Join(e.dir, "cg-script")), "cg.sh", 0)
+		var made []string
+		t.Cleanup(func() {
+			for _, d := range made {
+				// The process is killed by startRootScript's cleanup,
+				// which runs after this one: move it out first.
+				os.WriteFile(filepath.Join(filepath.Dir(d), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+				os.Remove(d)
+			}
+		})
+		for _, h := range []string{"memory", "pids", "systemd", "unified", ""} {
+			root := filepath.Join("/sys/fs/cgroup", h)
+			if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+				continue
+			}
+			d := filepath.Join(root, cgName)
+			if err := os.Mkdir(d, 0o755); err != nil {
+				continue
+			}
+			made = append(made, d)
+			if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+				t.Logf("move into %s: %v", d, err)
+			}
+		}
+		if len(made) == 0 {
+			t.Skip("cannot create cgroups here")
+		}
+		own := e.ownDir(t, "own-cg")
+		db := filepath.Join(own, "cg.db")
+		found := false
+		for _, args := range []string{
+			"--by cgroup",
+			"--by cgroup --json",
+			"--by cgroup --csv",
+			"watch --plain --count 1 --by cgroup",
+			"serve --once --by cgroup",
+			"record --once --db " + db,
+			"export --db " + db + " -o -",
+			"leaks --db " + db + " --window 1h --min-growth 0 --kind cgroup",
+		} {
+			out, code := e.runSh(t, nil, `exec "$M" `+args+` 2>&1`)
+			logRun(t, args, out, code)
+			if strings.Contains(out, "evil") {
+				found = true
+			}
+			if i := strings.IndexAny(out, "\x1b\x07\u202e\u009b"); i >= 0 {
+				t.Errorf("memwho %s: raw control at %d: %q", args, i, out[max(0, i-40):min(len(out), i+40)])
+			}
+			if !utf8.ValidString(out) {
+				t.Errorf("memwho %s: invalid UTF-8 in the output", args)
+			}
+			if strings.Contains(out, "\tcg") {
+				t.Errorf("memwho %s: raw tab from the name:\n%s", args, out)
+			}
+		}
+		if !found {
+			t.Logf("premise: no output named the cgroup (which hierarchy does memwho read?)")
+		}
+	})
+
 	// Regular expressions the user writes: Go's RE2 is linear, and a
 	// huge compiled program is refused; none may hang the privileged
 	// scan.
@@ -545,6 +559,66 @@ ls`
 			e.capsAtWriteCmd(t, 2, c, args...)
 		}
 	})
+}
+
+// checkWatchInspect starts watch as the test user and, while it holds its
+// capabilities, tries to get at it as that user: no ptrace, no memory, no
+// environ, no fds, no core dump, no traceback; and every thread holds
+// exactly what the policy says.
+func (e *privEnv) checkWatchInspect(t *testing.T) {
+	own := e.ownDir(t, "own-watch")
+	for _, tc := range []struct {
+		flags string
+		eff   string
+	}{
+		{"", "0000000000080000"},        // CAP_SYS_PTRACE
+		{"--conns", "0000000000080004"}, // + CAP_DAC_READ_SEARCH
+	} {
+		// A fresh output file per run: the last run's frame must not
+		// look like this one's (the status would be read before Setup).
+		script := `cd ` + own + ` && rm -f w.out && ulimit -c unlimited 2>/dev/null
+GOTRACEBACK=crash MEMWHO_REVIEW_ENV=` + secretText + `-env "$M" watch --plain --interval 1h ` + tc.flags + ` >w.out 2>&1 &
+p=$!
+i=0
+until grep -q total w.out 2>/dev/null; do sleep 0.05; i=$((i+1)); if [ $i -ge 2400 ]; then echo TIMEOUT; break; fi; done
+for s in /proc/$p/task/*/status; do grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' $s | tr '\t\n' '  '; echo; done
+for f in environ mem maps smaps auxv stack syscall personality pagemap; do head -c 64 /proc/$p/$f >/dev/null 2>&1 && echo "READ $f"; done
+ls /proc/$p/fd >/dev/null 2>&1 && echo "READ fd"
+ls /proc/$p/map_files >/dev/null 2>&1 && echo "READ map_files"
+readlink /proc/$p/cwd >/dev/null 2>&1 && echo "READ cwd"
+readlink /proc/$p/exe >/dev/null 2>&1 && echo "READ exe"
+kill -QUIT $p
+wait $p
+echo "EXIT $?"
+cat w.out
+ls`
+		out, code := e.runSh(t, nil, script)
+		logRun(t, "watch "+tc.flags, out, code)
+		if strings.Contains(out, "TIMEOUT") {
+			t.Fatalf("watch %s never printed a frame:\n%s", tc.flags, out)
+		}
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "READ ") {
+				t.Errorf("watch %s: the user could %s", tc.flags, line)
+			}
+			if strings.HasPrefix(line, "CapInh:") {
+				f := strings.Fields(line)
+				// CapInh: X CapPrm: X CapEff: X CapAmb: X NoNewPrivs: N
+				if len(f) != 10 || f[1] != "0000000000000000" || f[3] != tc.eff || f[5] != tc.eff || f[7] != "0000000000000000" || f[9] != "1" {
+					t.Errorf("watch %s: thread state %q, want permitted = effective = %s, no inheritable/ambient, no_new_privs", tc.flags, line, tc.eff)
+				}
+			}
+		}
+		if !strings.Contains(out, "CapInh:") {
+			t.Errorf("watch %s: no thread status read:\n%s", tc.flags, out)
+		}
+		if strings.Contains(out, "goroutine ") || strings.Contains(out, "rip ") || strings.Contains(out, secretText) {
+			t.Errorf("watch %s: SIGQUIT with GOTRACEBACK=crash printed a traceback or the environment:\n%s", tc.flags, out)
+		}
+		if strings.Contains(out, "core") {
+			t.Errorf("watch %s: a core file was written:\n%s", tc.flags, out)
+		}
+	}
 }
 
 // privtestCopy copies a file (root-owned, mode 0644).
