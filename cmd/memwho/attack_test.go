@@ -351,6 +351,8 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	t.Run("--walk-budget NaN", func(t *testing.T) {
 		e.checkRefused(t, exitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
 	})
+	// The security review's attacks (docs/safe-review-attacks.md).
+	e.checkReviewAttacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

@@ -95,6 +95,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = usagef("unknown command %q", name)
 		}
 	}
+	if err != nil {
+		// A command that failed while holding capabilities (between
+		// enterScan and its drop) gives them up before its error is
+		// written: a write to stderr can block.
+		if derr := dropPrivileges(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
 	return exitCode(err, stderr)
 }
 

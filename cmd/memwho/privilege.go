@@ -80,15 +80,20 @@ func enterScan(cmd, dir string, conns bool, stderr io.Writer) (*proc.FS, error) 
 	if err != nil {
 		return nil, usagef("--proc: %v", unwrapPath(err))
 	}
+	notice := ""
 	if len(keep) > 0 && privilege.Elevated() {
 		if ok, why := privilege.Scannable(fs); !ok {
-			fmt.Fprintf(stderr, "memwho: notice: %s\n", sanitizeMessage(why))
-			keep = nil
+			notice, keep = why, nil
 		}
 	}
 	if err := privilege.Enter(keep...); err != nil {
 		fs.Close()
 		return nil, fmt.Errorf("privileges: %w", err)
+	}
+	// Only now, with the capabilities gone: a write to stderr can block
+	// for as long as the user lets the pipe stay full.
+	if notice != "" {
+		fmt.Fprintf(stderr, "memwho: notice: %s\n", sanitizeMessage(notice))
 	}
 	return fs, nil
 }
@@ -104,16 +109,18 @@ func dropPrivileges() error {
 }
 
 // sandboxScan confines the rest of the run with Landlock (--sandbox), and
-// warns if that costs the exact figures on this kernel.
-func sandboxScan(fs *proc.FS, stderr io.Writer) error {
+// returns a warning if that costs the exact figures on this kernel. The
+// caller prints it once the capabilities are dropped: it is called while
+// they are effective, and a write to stderr can block.
+func sandboxScan(fs *proc.FS) (warning string, err error) {
 	// A process readable before and not after: the sandbox is what
 	// stopped it.
 	probe := privilege.ReadableRollup(fs)
 	if err := privilege.Sandbox(fs.Root()); err != nil {
-		return err
+		return "", err
 	}
 	if probe != 0 && !privilege.CanReadRollup(fs, probe) {
-		fmt.Fprintln(stderr, "memwho: warning: the --sandbox blocks reading other processes' smaps_rollup on this kernel; their figures are estimates")
+		return "memwho: warning: the --sandbox blocks reading other processes' smaps_rollup on this kernel; their figures are estimates", nil
 	}
-	return nil
+	return "", nil
 }

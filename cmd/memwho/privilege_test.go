@@ -417,6 +417,13 @@ func (e *privEnv) checkDroppedAtWrite(t *testing.T) {
 // the fill.
 func (e *privEnv) capsAtWrite(t *testing.T, fd int, args ...string) ([]byte, int) {
 	t.Helper()
+	return e.capsAtWriteCmd(t, fd, e.cmd(args...), args...)
+}
+
+// capsAtWriteCmd is capsAtWrite for a command c that ends by executing
+// memwho (args) in the process it starts.
+func (e *privEnv) capsAtWriteCmd(t *testing.T, fd int, c *exec.Cmd, args ...string) ([]byte, int) {
+	t.Helper()
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -439,7 +446,6 @@ func (e *privEnv) capsAtWrite(t *testing.T, fd int, args ...string) ([]byte, int
 	}
 	syscall.SetNonblock(p[1], false)
 
-	c := e.cmd(args...)
 	var stderr bytes.Buffer
 	if fd == 1 {
 		c.Stdout, c.Stderr = w, &stderr
@@ -651,6 +657,11 @@ func TestPrivilegedSetuid(t *testing.T) {
 	t.Run("exact PSS of a root process", func(t *testing.T) { e.checkExact(t) })
 	t.Run("capabilities and root gone at the first write", e.checkDroppedAtWrite)
 	e.checkUserPaths(t)
+	// From the security review (docs/safe-review-attacks.md).
+	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
+	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
+		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
+	})
 }
 
 func mustArchive(t *testing.T, name string) *txtar.Archive {

@@ -243,9 +243,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer procFS.Close()
+	// Warnings found while capabilities are effective are printed after
+	// the drop: a write to stderr can block.
+	var warnings []string
 	if f.sandbox {
-		if err := sandboxScan(procFS, stderr); err != nil {
+		w, err := sandboxScan(procFS)
+		if err != nil {
 			return err
+		}
+		if w != "" {
+			warnings = append(warnings, w)
 		}
 	}
 	sc, err := sample.NewScanner(sample.Options{
@@ -266,14 +273,17 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	if f.conns {
 		if denied, err := engine.CountConns(procFS, &snap); err != nil {
-			fmt.Fprintf(stderr, "memwho: warning: --conns: %v\n", err)
+			warnings = append(warnings, fmt.Sprintf("memwho: warning: --conns: %v", err))
 		} else if denied > 0 {
-			fmt.Fprintf(stderr, "memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections\n", denied)
+			warnings = append(warnings, fmt.Sprintf("memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections", denied))
 		}
 	}
 	// The scan was the only step that needed privilege.
 	if err := dropPrivileges(); err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, w)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
