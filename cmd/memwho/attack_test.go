@@ -351,7 +351,7 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	t.Run("--walk-budget NaN", func(t *testing.T) {
 		e.checkRefused(t, exitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
 	})
-	// The security review's attacks (docs/safe-review-attacks.md).
+	// The security review's attacks (docs/safe.md, "An adversarial review").
 	e.checkReviewAttacks(t)
 }
 

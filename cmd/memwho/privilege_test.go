@@ -657,7 +657,7 @@ func TestPrivilegedSetuid(t *testing.T) {
 	t.Run("exact PSS of a root process", func(t *testing.T) { e.checkExact(t) })
 	t.Run("capabilities and root gone at the first write", e.checkDroppedAtWrite)
 	e.checkUserPaths(t)
-	// From the security review (docs/safe-review-attacks.md).
+	// From the security review (docs/safe.md, "An adversarial review").
 	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
 	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")

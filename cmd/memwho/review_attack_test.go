@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-// The attacks of the security review (docs/safe-review-attacks.md), each
+// The attacks of the security review (docs/safe.md, "An adversarial review"), each
 // run against the capability-installed binary as the unprivileged test
 // user; each test asserts the attack fails. Two failed on the tree the
 // review started from (a message written to stderr while capabilities
