@@ -25,8 +25,8 @@ func init() {
 
 // childSpec is what a child decodes from its environment.
 type childSpec struct {
-	private, file, memfd, cow int64
-	exit, leaderExit          bool
+	private, file, memfd, cow, shmem int64
+	exit, leaderExit                 bool
 }
 
 func parseChildSpec(enc string) (childSpec, error) {
@@ -46,6 +46,8 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.memfd = n
 		case "cow":
 			c.cow = n
+		case "shmem":
+			c.shmem = n
 		case "exit":
 			c.exit = n != 0
 		case "leaderexit":
@@ -100,6 +102,11 @@ func runChild(enc, cgroup string) int {
 	}
 	if c.private > 0 {
 		if err := dirtyAnon(c.private); err != nil {
+			return fail(err)
+		}
+	}
+	if c.shmem > 0 {
+		if err := dirtyShmem(c.shmem); err != nil {
 			return fail(err)
 		}
 	}
@@ -173,6 +180,28 @@ func dirtyAnon(size int64) error {
 	b, err := unix.Mmap(-1, 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return fmt.Errorf("mmap private %d: %w", size, err)
+	}
+	for i := 0; i < len(b); i += int(pageSize) {
+		b[i] = pattern
+	}
+	return nil
+}
+
+// dirtyShmem creates a memfd of size bytes, maps it MAP_SHARED and writes
+// every page: shmem charged to this process's cgroup. The mapping keeps
+// the memfd alive; its descriptor is closed.
+func dirtyShmem(size int64) error {
+	fd, err := unix.MemfdCreate("memwho-testload-shmem", unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("memfd_create: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, roundPage(size)); err != nil {
+		return fmt.Errorf("ftruncate memfd: %w", err)
+	}
+	b, err := unix.Mmap(fd, 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmap shmem %d: %w", size, err)
 	}
 	for i := 0; i < len(b); i += int(pageSize) {
 		b[i] = pattern

@@ -298,7 +298,8 @@ func hasField(s, want string) bool {
 
 // PushToSwap reclaims memory from the cgroup until every one of pids (which
 // must have joined it) has at least bytes swapped out, as VmSwap in
-// /proc/PID/status shows. Call EnsureSwap first. On cgroup v1 it writes
+// /proc/PID/status shows (or smaps_rollup's Swap, which also counts the
+// process's shared memory swapped out: Spec.Shmem). Call EnsureSwap first. On cgroup v1 it writes
 // memory.force_empty, on v2 memory.reclaim; both reclaim the cgroup's
 // anonymous memory into swap. It fails the test when the target cannot be
 // reached.
@@ -312,8 +313,12 @@ func (c *MemCgroup) PushToSwap(t testing.TB, bytes int64, pids ...int) {
 			if err != nil {
 				t.Fatalf("status of %d: %v", pid, err)
 			}
-			fmt.Fprintf(&b, " pid %d VmSwap %d kB;", pid, st["VmSwap"]>>10)
-			if st["VmSwap"] < bytes {
+			swapped := st["VmSwap"]
+			if ru, err := ProcKB(pid, "smaps_rollup"); err == nil {
+				swapped = max(swapped, ru["Swap"])
+			}
+			fmt.Fprintf(&b, " pid %d swapped %d kB;", pid, swapped>>10)
+			if swapped < bytes {
 				all = false
 			}
 		}

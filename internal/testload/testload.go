@@ -42,6 +42,12 @@ type Spec struct {
 	// inherited by every child, mapped MAP_SHARED and read page by page:
 	// each child's Pss share is MemfdShared/n.
 	MemfdShared int64
+	// Shmem is shared memory (a memfd) each child creates, writes and
+	// maps MAP_SHARED by itself, so that it is charged to the child's
+	// cgroup and PushToSwap can swap it out. Swapped out, it shows in
+	// the child's smaps Swap but not in SwapPss, which counts only swap
+	// entries in page tables.
+	Shmem int64
 	// COW is private memory that each child writes and then shares
 	// copy-on-write with a grandchild it forks (see Group.COWPIDs): the
 	// pair's Pss shares of it add up to COW, not 2*COW.
@@ -95,7 +101,7 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	if n < 1 {
 		return nil, errors.New("testload: need at least one child")
 	}
-	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 {
+	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -306,7 +312,7 @@ func (g *Group) Stop() error {
 // baseline child comparable with a loaded one.
 func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "private=%d,file=%d,memfd=%d,cow=%d", spec.Private, spec.FileShared, spec.MemfdShared, spec.COW)
+	fmt.Fprintf(&b, "private=%d,file=%d,memfd=%d,cow=%d,shmem=%d", spec.Private, spec.FileShared, spec.MemfdShared, spec.COW, spec.Shmem)
 	if exitAfterTouch {
 		b.WriteString(",exit=1")
 	}
