@@ -351,16 +351,21 @@ func (t *Tracker) leak(ts []int64, vs []uint64, rate float64) bool {
 // SortKey names a column to sort rows by.
 type SortKey uint8
 
-// Sort columns: the report's, then the change since the start, the
-// growth rate and the ESTABLISHED TCP connections.
+// Sort columns: the report's (the same values as sample.SortKey, whose
+// Compare defines them), then the change since the start, the growth rate
+// and the ESTABLISHED TCP connections.
 const (
-	SortRAM SortKey = iota
-	SortPrivate
-	SortShared
-	SortSwap
-	SortCount
-	SortName
-	SortChange
+	SortRAM     = SortKey(sample.SortRAM)
+	SortPrivate = SortKey(sample.SortPrivate)
+	SortShared  = SortKey(sample.SortShared)
+	SortSwap    = SortKey(sample.SortSwap)
+	SortCount   = SortKey(sample.SortCount)
+	SortName    = SortKey(sample.SortName)
+)
+
+// The live view's own columns follow the report's.
+const (
+	SortChange = SortName + 1 + iota
 	SortRate
 	SortConns
 	numSortKeys
@@ -382,27 +387,21 @@ func ParseSort(s string) (SortKey, error) {
 }
 
 // SortRows orders rows by key, largest first when desc, ties broken by
-// name (ascending).
+// name (ascending, unless sorting by name descending): unlike the
+// report's Sort, a live view keeps equal rows in reading order whichever
+// way it sorts.
 func SortRows(rows []Row, key SortKey, desc bool) {
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		var c int
 		switch key {
-		case SortRAM:
-			c = cmp.Compare(a.RAM, b.RAM)
-		case SortPrivate:
-			c = cmp.Compare(a.Private, b.Private)
-		case SortShared:
-			c = cmp.Compare(a.Shared, b.Shared)
-		case SortSwap:
-			c = cmp.Compare(a.Swap, b.Swap)
-		case SortCount:
-			c = cmp.Compare(a.Count, b.Count)
 		case SortChange:
 			c = cmp.Compare(a.Change, b.Change)
 		case SortRate:
 			c = cmp.Compare(a.Rate, b.Rate)
 		case SortConns:
 			c = cmp.Compare(a.Conns, b.Conns)
+		default:
+			c = sample.SortKey(key).Compare(&a.Group, &b.Group)
 		}
 		if desc {
 			c = -c
