@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/user"
 	"regexp"
-	"regexp/syntax"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
@@ -66,8 +66,6 @@ Examples:
   memwho --by cgroup --sort swap --reverse --top 10
 `
 
-// errHelp is --help: the usage was printed to standard output.
-var errHelp = errors.New("help requested")
 
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
@@ -124,26 +122,13 @@ func (f *reportFlags) plan() (*reportPlan, error) {
 	if p.sortKey, err = sample.ParseSort(f.sortCol); err != nil {
 		return nil, usagef("--sort: %v", err)
 	}
-	if f.filter != "" {
-		if p.filter, err = regexp.Compile(f.filter); err != nil {
-			msg := err.Error()
-			var se *syntax.Error
-			if errors.As(err, &se) {
-				msg = fmt.Sprintf("%s in %q", se.Code, se.Expr)
-			}
-			return nil, usagef("--filter: bad regular expression: %s", msg)
-		}
+	if p.filter, err = cli.CompileFilter(f.filter); err != nil {
+		return nil, err
 	}
 	if f.pids != "" {
-		for _, s := range strings.Split(f.pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n <= 0 {
-				return nil, usagef("-p: %q is not a process id", s)
-			}
-			p.pids = append(p.pids, n)
+		if p.pids, err = sample.ParsePIDs(f.pids); err != nil {
+			return nil, usagef("-p: %v", err)
 		}
-		slices.Sort(p.pids)
-		p.pids = slices.Compact(p.pids)
 	}
 	if f.user != "" {
 		u, err := lookupUser(f.user)
@@ -194,7 +179,7 @@ func lookupUser(s string) (uint32, error) {
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlagSet("memwho", reportUsage, stderr)
+	fs := newFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
 	if err := parseFlags(fs, reportUsage, args, stdout); err != nil {
@@ -306,10 +291,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	w := stdout
 	opt := report.Options{
 		By:        plan.by.String(),
-		KeyHeader: keyHeader(plan.by),
+		KeyHeader: report.KeyHeader(plan.by),
 		ShowCount: plan.by != sample.ByPID,
 		Fast:      f.fast,
-		Color:     useColor(stdout),
+		Color:     report.UseColor(stdout),
 		System:    f.system,
 		Host:      &host,
 		Conns:     snap.ConnsOK,
@@ -327,7 +312,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	warn(stderr, &snap, procs, groups, f.fast)
+	report.Warn(stderr, &snap, procs, groups, f.fast)
 
 	if mf != nil {
 		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
@@ -397,87 +382,4 @@ func createOutput(path string) (*atomicfile.File, error) {
 // identity (see createOutput): nothing the user could not read.
 func openInput(path string) (*os.File, error) {
 	return privilege.OpenFile(path, os.O_RDONLY, 0)
-}
-
-func keyHeader(by sample.By) string {
-	switch by {
-	case sample.ByPID:
-		return "Program [PID]"
-	case sample.ByUser:
-		return "User"
-	case sample.ByCgroup:
-		return "Cgroup"
-	}
-	return "Program"
-}
-
-// useColor follows https://no-color.org and colours only terminals.
-func useColor(w io.Writer) bool {
-	if v, ok := os.LookupEnv("NO_COLOR"); ok && v != "" {
-		return false
-	}
-	if os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// warn reports, once each, what made the figures shown less than exact.
-// It counts the processes of the groups shown (after -p, -u, --filter
-// and --top), not every process scanned: procs are the processes that
-// passed -p and -u, groups the rows; nil groups means every one of procs
-// is shown.
-func warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
-	shown := make(map[int]bool)
-	for i := range groups {
-		for _, pid := range groups[i].PIDs {
-			shown[pid] = true
-		}
-	}
-	if groups == nil {
-		for i := range procs {
-			shown[procs[i].PID] = true
-		}
-	}
-	var denied, malformed int
-	for i := range procs {
-		if !shown[procs[i].PID] {
-			continue
-		}
-		switch procs[i].Cause {
-		case sample.CauseDenied:
-			denied++
-		case sample.CauseMalformed:
-			malformed++
-		}
-	}
-	if denied > 0 && !fast {
-		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
-			denied, len(shown))
-		if os.Geteuid() == 0 {
-			// Root is refused only across a boundary: a process in
-			// another user namespace, or one a security module guards.
-			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
-		} else {
-			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
-		}
-	}
-	if malformed > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
-	}
-	if snap.Broken > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
-	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -145,7 +145,7 @@ func applyEnv(fs *flag.FlagSet) error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memwho serve", serveUsage, stderr)
+	fs := newFlagSet("memwho serve")
 	var f serveFlags
 	f.register(fs)
 	if err := applyEnv(fs); err != nil {
