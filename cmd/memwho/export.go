@@ -12,46 +12,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-const exportUsage = `Usage: memwho export [flags]
-
-Writes the history that 'memwho record' stored as CSV: a header line, then
-one line per process and group per sample (--table usage), or one line per
-sample with the host's /proc/meminfo (--table samples). Rows come in time
-order; columns are fixed (see docs/export.md). Memory use does not grow
-with the number of rows.
-
-Flags:
-  --db PATH|URL       history database: a SQLite file or postgres://...
-                      (default: the one 'memwho record' writes, see below)
-  --since TIME        only samples at or after TIME: RFC 3339
-                      (2026-03-01T12:00:00Z), a date (2026-03-01, UTC) or a
-                      duration before now (90m, 24h, 7d)
-  --until TIME        only samples before TIME (default: now, fixed at the
-                      start so that a retried upload sends the same rows)
-  --host NAME         only samples of host NAME
-  --table T           usage (default) or samples
-  --format csv        output format; csv is the only one
-  --gzip              compress with gzip
-  -o, --output FILE   write to FILE instead of standard output: written
-                      under a new temporary name beside it (mode 0600) and
-                      renamed when complete
-  --upload URL        upload to sftp://[user@]host[:port]/path/name.csv.gz
-                      (written as name.tmp-XXXXXXXX, renamed when complete;
-                      a path starting /~/ is relative to the login directory)
-  --identity FILE     private key for --upload (default: ssh-agent through
-                      SSH_AUTH_SOCK)
-  --known-hosts FILE  known_hosts to check the server's host key against
-                      (default ~/.ssh/known_hosts); unknown hosts are refused
-  --retries N         start a dropped upload again up to N times (default 3)
-
-Default database: ` + store.DefaultDBHelp + `
-
-Examples:
-  memwho export --since 24h --gzip -o last-day.csv.gz
-  memwho export --db postgres://memwho@db/memwho --since 1h --host web1
-  memwho export --since 1h --gzip \
-      --upload sftp://drop@files.example.com/incoming/memwho.csv.gz
-`
+var exportUsage = usage("export")
 
 type exportFlags struct {
 	history                           historyFlags

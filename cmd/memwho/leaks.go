@@ -14,44 +14,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-const leaksUsage = `Usage: memwho leaks [flags]
-
-Ranks the processes and groups whose memory (PSS + swap) grew over a
-window of the history 'memwho record' keeps, fastest first:
-
-  Growth/h  robust slope (Theil–Sen: the median of the slopes between all
-            pairs of samples, unmoved by spikes), in bytes per hour
-  Steady    share of steps between samples that did not go down (100%:
-            never gave anything back; about 50%: only wobbles)
-  R²        how well that straight line explains the samples (1.00: a line)
-  Now       PSS + swap at the last sample
-  Full in   when it would exhaust its headroom at this rate: MemAvailable +
-            SwapFree at the last sample, or the room left under its cgroup
-            memory limit when that is less (marked *)
-
-A process is followed by pid and start time, so a reused pid is another
-series; processes must span half the window's samples, so that start-up
-growth does not rank.
-
-Flags:
-  --db PATH|URL     history database (default: see below)
-  --window D        how far back to look (default 6h; 90m, 12h, 7d)
-  --until TIME      end of the window (default now): RFC 3339, a date, or
-                    a duration before now (2h)
-  --host NAME       whose samples (default this host's name)
-  --all-hosts       every host in the database (PostgreSQL fleets)
-  --kind LIST       any of process,program,user,cgroup (default all)
-  --min-growth SIZE least growth per hour to list (default 1MiB)
-  --top N           list at most N (default 20; 0 for all)
-  --json            JSON output (bytes, bytes per hour, seconds)
-
-Default database: ` + store.DefaultDBHelp + `
-
-Examples:
-  memwho leaks
-  memwho leaks --window 24h --kind process --top 5
-  memwho leaks --db postgres://memwho@db/memwho --all-hosts --json
-`
+var leaksUsage = usage("leaks")
 
 type leaksFlags struct {
 	history                       historyFlags

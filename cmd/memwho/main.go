@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/store"
 )
 
 // version is set by release builds with -ldflags "-X main.version=...".
@@ -53,6 +55,23 @@ var commandList = []struct{ name, summary string }{
 	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
 	{"version", "print the version"},
 	{"help", "print this help"},
+}
+
+// usageTexts are the commands' --help texts, kept as text files so that
+// they read, and are reviewed, as the user sees them.
+//
+//go:embed usage/*.txt
+var usageTexts embed.FS
+
+// usage returns the help text of command name. {{DefaultDBHelp}} in it
+// stands for the description of the default history database, which
+// package store owns.
+func usage(name string) string {
+	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
+	if err != nil {
+		panic(err) // a missing embedded file is a build mistake
+	}
+	return strings.ReplaceAll(string(b), "{{DefaultDBHelp}}", store.DefaultDBHelp)
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one

@@ -15,54 +15,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-const recordUsage = `Usage: memwho record [flags]
-
-Samples every process's memory at a fixed interval and stores it: one row
-per process (pid, start time, PSS, private, shared, swap, accuracy, cgroup
-limit) and one per program, user and cgroup, plus the host's
-/proc/meminfo. 'memwho leaks' ranks what grows; 'memwho export' writes it
-out as CSV. The schema is in docs/history.md.
-
-Runs until interrupted (SIGINT, SIGTERM), or for --count samples. A
-sample is written in one transaction: killing memwho loses at most the
-sample being written.
-
-Flags:
-  --db PATH|URL       SQLite file, or postgres://USER@HOST/DB for a shared
-                      fleet database (default: see below)
-  --interval D        time between samples (default 60s)
-  --count N           stop after N samples (default 0: run until stopped)
-  --once              take one sample and stop (--count 1)
-  --keep D            delete samples older than D (default 30d; 0 keeps all)
-  --max-size SIZE     SQLite: delete the oldest samples when the database
-                      grows beyond SIZE (default 1GiB; 0: no bound)
-  --host NAME         host name stored with each sample (default: this
-                      host's name)
-  --groups LIST       group rows to store besides processes: any of
-                      program,user,cgroup (default all three), or none
-  --spool DIR         PostgreSQL: where samples wait while the server is
-                      unreachable (default: spool/ in memwho's state
-                      directory)
-  --spool-max SIZE    PostgreSQL: bound of the spool; the oldest samples
-                      are dropped beyond it (default 64MiB)
-  -p, --pid PIDS      only these processes (comma-separated)
-  --fast              RSS-based estimates only (no page-table walks)
-  --proc DIR          procfs tree to read (default /proc)
-  --cgroup-root DIR   cgroup file system, for memory limits (default
-                      /sys/fs/cgroup)
-  -v, --verbose       print one line per sample on standard error
-
-Sizes take a unit (B, KiB, MiB, GiB, TiB); durations are Go durations
-(90s, 15m, 12h) or whole days (30d).
-
-Default database: ` + store.DefaultDBHelp + `
-
-Examples:
-  memwho record                                 every minute, until stopped
-  memwho record --interval 10s --keep 7d --max-size 200MiB
-  memwho record --db postgres://memwho@db.example.com/memwho
-  memwho record --once --db /tmp/h.db && memwho leaks --db /tmp/h.db
-`
+var recordUsage = usage("record")
 
 type recordFlags struct {
 	history                           historyFlags

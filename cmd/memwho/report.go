@@ -23,49 +23,7 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-const reportUsage = `Usage: memwho [report] [flags]
-
-Shows who uses RAM and swap: one row per program with its private and
-shared memory (proportional set size, PSS) and swap (SwapPss), sorted so
-that the largest sits last, above the total.
-
-Flags:
-  --by KEY          group by program (default), pid, user or cgroup
-  --filter REGEX    keep groups whose name matches REGEX (Go syntax)
-  -p, --pid PIDS    only these processes (comma-separated)
-  -u, --user USER   only processes of USER (name or uid)
-  --sort COL        ram (default), private, shared, swap, count or name
-  --reverse         largest first
-  --top N           keep the N largest groups by the sort column
-  -t, --total       print only the total RAM used, in bytes
-  -S, --swap        accepted for ps_mem compatibility: swap is always shown
-  --system          compare the total with /proc/meminfo
-  --json            JSON output (bytes, with an accuracy flag per value)
-  --csv             CSV output (bytes, with an accuracy flag per value)
-  --fast            read only /proc/PID/status: RSS-based estimates named
-                    by task name, no page-table walk
-  --conns           add a TCP column: ESTABLISHED connections per group
-                    (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH
-                    and CAP_SYS_PTRACE, for other users' processes)
-  --proc DIR        read the procfs tree at DIR (default /proc)
-  --cpuprofile FILE write a CPU profile of the run to FILE
-  --memprofile FILE write an allocation profile (every allocation) to FILE
-  --sandbox         confine memwho with Landlock before the scan: read-only
-                    access to the procfs tree, no network (see docs/safe.md)
-  --version         print the version
-
-Figures are exact when memwho may read /proc/PID/smaps_rollup (as root, or
-with CAP_SYS_PTRACE) and RSS-based estimates, marked as such, otherwise.
-NO_COLOR is respected.
-
-Examples:
-  memwho                       per-program table
-  memwho --by user --system    per user, set against /proc/meminfo
-  memwho --filter '^postgres' --json
-  memwho -p 1234,5678 -t
-  memwho --by cgroup --sort swap --reverse --top 10
-`
-
+var reportUsage = usage("report")
 
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
@@ -376,7 +334,6 @@ func missingPIDs(stderr io.Writer, pids []int, found []sample.Process) error {
 func createOutput(path string) (*atomicfile.File, error) {
 	return atomicfile.CreateWith(path, 0, privilege.OpenFile)
 }
-
 
 // openInput opens a file the user asked us to read, with the user's
 // identity (see createOutput): nothing the user could not read.

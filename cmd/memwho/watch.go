@@ -12,46 +12,8 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/watch"
 )
-const watchUsage = `Usage: memwho watch [flags]
 
-Shows the report's table live, refreshed every interval, with each
-group's change since the watch started, its growth rate in MiB/min, a
-sparkline of its RAM and a LEAK flag on groups that grew steadily (see
-docs/watch.md for the rule).
-
-On a terminal it is a full-screen view. Keys:
-  p s r w c n d t  sort by private, shared, RAM, swap, count, name,
-                   change or rate (o: connections; again: reverse);
-                   ← → step through the columns
-  g G              next / previous grouping: program, user, cgroup, pid
-  /                filter by regular expression; Esc clears it
-  space            pause      ?  help      q  quit
-
-When the output is not a terminal (a pipe, a log, CI) it prints one plain
-snapshot per interval instead: a timestamp line, the report table and a
-line per leak suspect, snapshots separated by a blank line.
-
-Flags:
-  -n, --interval D  time between refreshes: seconds as in watch(1) and
-                    top (2, 0.5) or a duration (500ms, 1m); default 2
-  --by KEY          group by program (default), user, cgroup or pid
-  --filter REGEX    keep groups whose name matches REGEX (Go syntax)
-  --sort COL        ram (default), private, shared, swap, count, name,
-                    change, rate or conns
-  --count N         exit after N refreshes (default: run until q or ^C)
-  --plain           print plain snapshots even on a terminal
-  --fast            read only /proc/PID/status: RSS-based estimates, no
-                    page-table walk
-  --conns           count each group's ESTABLISHED TCP connections (a Conns
-                    column in the live view; reads every /proc/PID/fd)
-  --proc DIR        read the procfs tree at DIR (default /proc)
-
-Examples:
-  memwho watch                          live view, every 2 s
-  memwho watch --by user --interval 5s
-  memwho watch --sort rate              fastest-growing first
-  memwho watch --count 60 --interval 1m >> memory.log
-`
+var watchUsage = usage("watch")
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("memwho watch")
