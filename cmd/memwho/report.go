@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -61,39 +58,29 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "")
 }
 
-// reportPlan is the validated form of the flags.
-type reportPlan struct {
-	by      sample.By
-	sortKey sample.SortKey
-	filter  *regexp.Regexp
-	pids    []int
-	uid     uint32
-	hasUID  bool
-}
-
-func (f *reportFlags) plan() (*reportPlan, error) {
-	p := &reportPlan{}
+// plan validates the flags into what the report shows.
+func (f *reportFlags) plan() (*sample.Selection, error) {
+	p := &sample.Selection{Reverse: f.reverse, Top: f.top}
 	var err error
-	if p.by, err = sample.ParseBy(f.by); err != nil {
+	if p.By, err = sample.ParseBy(f.by); err != nil {
 		return nil, usagef("--by: %v", err)
 	}
-	if p.sortKey, err = sample.ParseSort(f.sortCol); err != nil {
+	if p.Sort, err = sample.ParseSort(f.sortCol); err != nil {
 		return nil, usagef("--sort: %v", err)
 	}
-	if p.filter, err = cli.CompileFilter(f.filter); err != nil {
+	if p.Filter, err = cli.CompileFilter(f.filter); err != nil {
 		return nil, err
 	}
 	if f.pids != "" {
-		if p.pids, err = sample.ParsePIDs(f.pids); err != nil {
+		if p.PIDs, err = sample.ParsePIDs(f.pids); err != nil {
 			return nil, usagef("-p: %v", err)
 		}
 	}
 	if f.user != "" {
-		u, err := lookupUser(f.user)
-		if err != nil {
+		if p.UID, err = sample.LookupUser(f.user); err != nil {
 			return nil, usagef("-u: %v", err)
 		}
-		p.uid, p.hasUID = u, true
+		p.HasUID = true
 	}
 	if f.top < 0 {
 		return nil, usagef("--top: must not be negative")
@@ -123,17 +110,6 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
-}
-
-func lookupUser(s string) (uint32, error) {
-	if u, err := user.Lookup(s); err == nil {
-		n, err := strconv.ParseUint(u.Uid, 10, 32)
-		return uint32(n), err
-	}
-	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	return 0, fmt.Errorf("unknown user %q", s)
 }
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -194,10 +170,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	sc, err := sample.NewScanner(sample.Options{
 		FS:         procFS,
 		Fast:       f.fast,
-		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
-		NeedCgroup: plan.by == sample.ByCgroup,
-		NoNames:    plan.by == sample.ByUser || plan.by == sample.ByCgroup,
-		PIDs:       scanPIDs(plan.pids, f.system),
+		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
+		NeedCgroup: plan.By == sample.ByCgroup,
+		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
+		PIDs:       scanPIDs(plan.PIDs, f.system),
 	})
 	if err != nil {
 		return err
@@ -224,33 +200,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 
 	// The host's ledger (--system) counts every process, before -p, -u,
 	// --filter and --top choose the rows.
-	host := hostTotal(snap.Procs)
-	procs := snap.Procs
-	if len(plan.pids) > 0 {
-		procs = slices.DeleteFunc(procs, func(p sample.Process) bool {
-			_, ok := slices.BinarySearch(plan.pids, p.PID)
-			return !ok
-		})
-		if err := missingPIDs(stderr, plan.pids, procs); err != nil {
-			return err
-		}
+	host := sample.SumProcs(snap.Procs)
+	procs, missing := plan.Procs(snap.Procs)
+	if err := missingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
+		return err
 	}
-	if plan.hasUID {
-		procs = slices.DeleteFunc(procs, func(p sample.Process) bool { return p.UID != plan.uid })
-	}
-	var users sample.Users
-	groups := sample.GroupProcs(procs, plan.by, &users)
-	groups = sample.Filter(groups, plan.filter)
-	sample.Sort(groups, plan.sortKey, f.reverse)
-	groups = sample.Top(groups, f.top, f.reverse)
-	total := sample.Total(groups)
+	groups, total := plan.Groups(procs)
 
 	// Each renderer builds its output in memory and writes it at once.
 	w := stdout
 	opt := report.Options{
-		By:        plan.by.String(),
-		KeyHeader: report.KeyHeader(plan.by),
-		ShowCount: plan.by != sample.ByPID,
+		By:        plan.By.String(),
+		KeyHeader: report.KeyHeader(plan.By),
+		ShowCount: plan.By != sample.ByPID,
 		Fast:      f.fast,
 		Color:     report.UseColor(stdout),
 		System:    f.system,
@@ -297,27 +259,20 @@ func scanPIDs(pids []int, system bool) []int {
 	return pids
 }
 
-// hostTotal sums every process of a scan, for the --system ledger.
-func hostTotal(procs []sample.Process) sample.Group {
-	return sample.SumProcs(procs)
-}
-
-// missingPIDs names on stderr the -p PIDs (sorted) that the scan did not
-// find (no such process, or one without memory: a kernel thread or a
-// zombie). When none was found, it returns an error instead: an empty
-// report would read as "these processes use nothing".
-func missingPIDs(stderr io.Writer, pids []int, found []sample.Process) error {
-	var missing []string
-	for _, pid := range pids {
-		if !slices.ContainsFunc(found, func(p sample.Process) bool { return p.PID == pid }) {
-			missing = append(missing, strconv.Itoa(pid))
-		}
-	}
+// missingPIDs names on stderr the -p PIDs that the scan did not find
+// (no such process, or one without memory: a kernel thread or a zombie).
+// When none of the asked were found, it returns an error instead: an
+// empty report would read as "these processes use nothing".
+func missingPIDs(stderr io.Writer, missing []int, asked int) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	list := strings.Join(missing, ", ")
-	if len(missing) == len(pids) {
+	ids := make([]string, len(missing))
+	for i, pid := range missing {
+		ids[i] = strconv.Itoa(pid)
+	}
+	list := strings.Join(ids, ", ")
+	if len(missing) == asked {
 		return fmt.Errorf("-p: no such process: %s (or only kernel threads and zombies, which have no memory)", list)
 	}
 	fmt.Fprintf(stderr, "memwho: warning: -p: no such process: %s (or a kernel thread or zombie, which has no memory)\n", list)

@@ -16,6 +16,7 @@ import (
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 )
+
 var serveUsage = usage("serve")
 
 type serveFlags struct {
