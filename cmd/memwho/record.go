@@ -18,13 +18,13 @@ import (
 var recordUsage = usage("record")
 
 type recordFlags struct {
-	history                           historyFlags
-	host, groups, procDir, cgroupRoot string
-	pids                              string
-	count                             int
-	once, fast                        bool
-	keep, maxSize, spoolMax           string
-	cfg                               record.Config
+	history                 historyFlags
+	host, groups, procDir   string
+	pids                    string
+	count                   int
+	once, fast              bool
+	keep, maxSize, spoolMax string
+	cfg                     record.Config
 }
 
 func (f *recordFlags) register(fs *flag.FlagSet) {

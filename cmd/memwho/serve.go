@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/user"
-	"strconv"
 	"time"
 
 	"github.com/memwho/memwho/internal/agent"
@@ -120,13 +118,13 @@ func (f *serveFlags) plan() (agent.Listeners, error) {
 		p.Socket = agent.DefaultSocket
 	}
 	var err error
-	if p.SocketGID, err = groupID("--socket-group", f.socketGroup); err != nil {
+	if p.SocketGID, err = cli.GroupID("--socket-group", f.socketGroup); err != nil {
 		return p, err
 	}
 	if f.socketGroup != "" && p.Socket == "" {
 		return p, usagef("--socket-group: applies to --socket, and --listen alone serves no socket")
 	}
-	if p.DebugGID, err = groupID("--debug-socket-group", f.debugSocketGroup); err != nil {
+	if p.DebugGID, err = cli.GroupID("--debug-socket-group", f.debugSocketGroup); err != nil {
 		return p, err
 	}
 	if f.debugSocketGroup != "" && p.Debug == "" {
@@ -161,26 +159,6 @@ func (f *serveFlags) plan() (agent.Listeners, error) {
 		}
 	}
 	return p, nil
-}
-
-// groupID resolves --socket-group: a name from the group database or a
-// number; "" is -1, the process's own group.
-func groupID(flagName, name string) (int, error) {
-	if name == "" {
-		return -1, nil
-	}
-	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
-		return n, nil
-	}
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		return -1, usagef("%s: %v", flagName, err)
-	}
-	n, err := strconv.Atoi(g.Gid)
-	if err != nil {
-		return -1, usagef("%s: group %s has gid %q", flagName, name, g.Gid)
-	}
-	return n, nil
 }
 
 // options validates the flags into agent options.

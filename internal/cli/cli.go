@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -222,4 +223,24 @@ func OneLine(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// GroupID resolves a group flag (flagName, for the error): a name from
+// the group database or a number; "" is -1, the process's own group.
+func GroupID(flagName, name string) (int, error) {
+	if name == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		return n, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return -1, Usagef("%s: %v", flagName, err)
+	}
+	n, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return -1, Usagef("%s: group %s has gid %q", flagName, name, g.Gid)
+	}
+	return n, nil
 }
