@@ -10,15 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/upload/sshtest"
 )
 
 // TestExportUpload sends exports to a real OpenSSH server.
 func TestExportUpload(t *testing.T) {
 	s := sshtest.Start(t)
-	old := uploadBackoff
-	uploadBackoff = 10 * time.Millisecond
-	t.Cleanup(func() { uploadBackoff = old })
+	old := export.UploadBackoff
+	export.UploadBackoff = 10 * time.Millisecond
+	t.Cleanup(func() { export.UploadBackoff = old })
 
 	dir := t.TempDir()
 	// 400 samples: about 300 KiB of CSV, enough to cut in the middle.

@@ -156,7 +156,7 @@ func TestExportSQLite(t *testing.T) {
 	})
 }
 
-// TestWriteFileAtomic: a failed export leaves neither the final name nor
+// TestWriteFileAtomic: -o through export.ToFile and createOutput: a failed export leaves neither the final name nor
 // the temporary file; a successful one replaces the old file.
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
@@ -165,18 +165,19 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	errDB := errors.New("database went away")
-	err := writeFileAtomic(name, func(w io.Writer) error {
+	ctx := context.Background()
+	err := export.ToFile(ctx, name, createOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		io.WriteString(w, "half a file")
 		return errDB
 	})
 	if !errors.Is(err, errDB) {
-		t.Errorf("writeFileAtomic error = %v, want %v", err, errDB)
+		t.Errorf("ToFile error = %v, want %v", err, errDB)
 	}
 	if b, _ := os.ReadFile(name); string(b) != "old\n" {
 		t.Errorf("after a failed write the file holds %q, want the old content", b)
 	}
 	noTemps(t, dir)
-	if err := writeFileAtomic(name, func(w io.Writer) error {
+	if err := export.ToFile(ctx, name, createOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		_, err := io.WriteString(w, "new\n")
 		return err
 	}); err != nil {
@@ -234,39 +235,6 @@ func TestExportSymlinkAttack(t *testing.T) {
 	}
 }
 
-func TestParseTime(t *testing.T) {
-	now := time.Date(2026, 3, 10, 12, 0, 0, 500_600_000, time.UTC)
-	for _, tc := range []struct {
-		in   string
-		want time.Time
-		err  bool
-	}{
-		{in: "2026-03-01T12:00:00Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
-		{in: "2026-03-01T13:00:00.25+01:00", want: time.Date(2026, 3, 1, 12, 0, 0, 250e6, time.UTC)},
-		{in: "2026-03-01", want: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
-		{in: "24h", want: time.Date(2026, 3, 9, 12, 0, 0, 500e6, time.UTC)},
-		{in: "90m", want: time.Date(2026, 3, 10, 10, 30, 0, 500e6, time.UTC)},
-		{in: "7d", want: time.Date(2026, 3, 3, 12, 0, 0, 500e6, time.UTC)},
-		{in: "-1h", err: true},
-		{in: "yesterday", err: true},
-		{in: "d", err: true},
-		{in: "", err: true},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseTime(tc.in, now)
-			if tc.err {
-				if err == nil {
-					t.Errorf("parseTime(%q) = %v, want an error", tc.in, got)
-				}
-				return
-			}
-			if err != nil || !got.Equal(tc.want) {
-				t.Errorf("parseTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-			}
-		})
-	}
-}
-
 // TestExportScript runs the export scenarios in testdata/export. The
 // condition [sftp] holds unless built with -tags nosftp. They add two
 // commands: "history DB N HOST..." writes N samples per host (the
@@ -278,7 +246,7 @@ func TestExportScript(t *testing.T) {
 		RequireExplicitExec: true,
 		Condition: func(cond string) (bool, error) {
 			if cond == "sftp" {
-				return haveSFTP, nil
+				return export.SFTP, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -4,8 +4,8 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +13,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/store"
 )
 
 // version is set by release builds with -ldflags "-X main.version=...".
@@ -32,14 +35,15 @@ const (
 	exitUsage   = 2 // the command line was wrong
 )
 
-// usageError is a mistake on the command line: exit code 2.
-type usageError struct{ msg string }
+// usageError is a mistake on the command line: exit code 2. Packages
+// that validate a command's configuration return it too.
+type usageError = cli.UsageError
 
-func (e *usageError) Error() string { return e.msg }
+// usagef returns a usageError.
+var usagef = cli.Usagef
 
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
+// errHelp is --help: the usage was printed to standard output.
+var errHelp = cli.ErrHelp
 
 // commandList is what "memwho help" lists, in this order.
 var commandList = []struct{ name, summary string }{
@@ -51,6 +55,23 @@ var commandList = []struct{ name, summary string }{
 	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
 	{"version", "print the version"},
 	{"help", "print this help"},
+}
+
+// usageTexts are the commands' --help texts, kept as text files so that
+// they read, and are reviewed, as the user sees them.
+//
+//go:embed usage/*.txt
+var usageTexts embed.FS
+
+// usage returns the help text of command name. {{DefaultDBHelp}} in it
+// stands for the description of the default history database, which
+// package store owns.
+func usage(name string) string {
+	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
+	if err != nil {
+		panic(err) // a missing embedded file is a build mistake
+	}
+	return strings.ReplaceAll(string(b), "{{DefaultDBHelp}}", store.DefaultDBHelp)
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one
@@ -113,33 +134,12 @@ func printCommands(w io.Writer) {
 	}
 }
 
-// newFlagSet returns the flag set of a subcommand. It prints nothing
-// itself: parseFlags turns its errors into one usage error line, and
-// --help into the usage on standard output.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return fs
-}
-
-// parseFlags parses a subcommand's arguments. --help (or -h) prints usage
-// to stdout and returns errHelp (exit 0); a bad flag or a stray argument
-// is a usage error (one line, exit 2). "--version" is accepted by every
-// command.
-func parseFlags(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) error {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, usage)
-			return errHelp
-		}
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
-}
+// newFlagSet and parseFlags are the commands' flag parsing (package
+// cli): errors are one usage line, --help prints to standard output.
+var (
+	newFlagSet = cli.NewFlagSet
+	parseFlags = cli.Parse
+)
 
 // exitCode prints err as one "memwho: error:" line (plus hints) and maps
 // it to an exit code.
@@ -161,21 +161,7 @@ func exitCode(err error, stderr io.Writer) int {
 
 // sanitizeMessage keeps error text on one line: errors can quote user input
 // and process names.
-func sanitizeMessage(s string) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\n':
-			b = append(b, `\n`...)
-		case c < 0x20 || c == 0x7f:
-			b = append(b, fmt.Sprintf(`\x%02x`, c)...)
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
+func sanitizeMessage(s string) string { return cli.OneLine(s) }
 
 // buildVersion is what "memwho --version" prints: the version a release
 // build set with -ldflags "-X main.version=...", else the module version Go

@@ -7,67 +7,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
-	"regexp"
-	"regexp/syntax"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 )
 
-const reportUsage = `Usage: memwho [report] [flags]
-
-Shows who uses RAM and swap: one row per program with its private and
-shared memory (proportional set size, PSS) and swap (SwapPss), sorted so
-that the largest sits last, above the total.
-
-Flags:
-  --by KEY          group by program (default), pid, user or cgroup
-  --filter REGEX    keep groups whose name matches REGEX (Go syntax)
-  -p, --pid PIDS    only these processes (comma-separated)
-  -u, --user USER   only processes of USER (name or uid)
-  --sort COL        ram (default), private, shared, swap, count or name
-  --reverse         largest first
-  --top N           keep the N largest groups by the sort column
-  -t, --total       print only the total RAM used, in bytes
-  -S, --swap        accepted for ps_mem compatibility: swap is always shown
-  --system          compare the total with /proc/meminfo
-  --json            JSON output (bytes, with an accuracy flag per value)
-  --csv             CSV output (bytes, with an accuracy flag per value)
-  --fast            read only /proc/PID/status: RSS-based estimates named
-                    by task name, no page-table walk
-  --conns           add a TCP column: ESTABLISHED connections per group
-                    (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH
-                    and CAP_SYS_PTRACE, for other users' processes)
-  --proc DIR        read the procfs tree at DIR (default /proc)
-  --cpuprofile FILE write a CPU profile of the run to FILE
-  --memprofile FILE write an allocation profile (every allocation) to FILE
-  --sandbox         confine memwho with Landlock before the scan: read-only
-                    access to the procfs tree, no network (see docs/safe.md)
-  --version         print the version
-
-Figures are exact when memwho may read /proc/PID/smaps_rollup (as root, or
-with CAP_SYS_PTRACE) and RSS-based estimates, marked as such, otherwise.
-NO_COLOR is respected.
-
-Examples:
-  memwho                       per-program table
-  memwho --by user --system    per user, set against /proc/meminfo
-  memwho --filter '^postgres' --json
-  memwho -p 1234,5678 -t
-  memwho --by cgroup --sort swap --reverse --top 10
-`
-
-// errHelp is --help: the usage was printed to standard output.
-var errHelp = errors.New("help requested")
+var reportUsage = usage("report")
 
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
@@ -105,52 +58,29 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "")
 }
 
-// reportPlan is the validated form of the flags.
-type reportPlan struct {
-	by      sample.By
-	sortKey sample.SortKey
-	filter  *regexp.Regexp
-	pids    []int
-	uid     uint32
-	hasUID  bool
-}
-
-func (f *reportFlags) plan() (*reportPlan, error) {
-	p := &reportPlan{}
+// plan validates the flags into what the report shows.
+func (f *reportFlags) plan() (*sample.Selection, error) {
+	p := &sample.Selection{Reverse: f.reverse, Top: f.top}
 	var err error
-	if p.by, err = sample.ParseBy(f.by); err != nil {
+	if p.By, err = sample.ParseBy(f.by); err != nil {
 		return nil, usagef("--by: %v", err)
 	}
-	if p.sortKey, err = sample.ParseSort(f.sortCol); err != nil {
+	if p.Sort, err = sample.ParseSort(f.sortCol); err != nil {
 		return nil, usagef("--sort: %v", err)
 	}
-	if f.filter != "" {
-		if p.filter, err = regexp.Compile(f.filter); err != nil {
-			msg := err.Error()
-			var se *syntax.Error
-			if errors.As(err, &se) {
-				msg = fmt.Sprintf("%s in %q", se.Code, se.Expr)
-			}
-			return nil, usagef("--filter: bad regular expression: %s", msg)
-		}
+	if p.Filter, err = cli.CompileFilter(f.filter); err != nil {
+		return nil, err
 	}
 	if f.pids != "" {
-		for _, s := range strings.Split(f.pids, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n <= 0 {
-				return nil, usagef("-p: %q is not a process id", s)
-			}
-			p.pids = append(p.pids, n)
+		if p.PIDs, err = sample.ParsePIDs(f.pids); err != nil {
+			return nil, usagef("-p: %v", err)
 		}
-		slices.Sort(p.pids)
-		p.pids = slices.Compact(p.pids)
 	}
 	if f.user != "" {
-		u, err := lookupUser(f.user)
-		if err != nil {
+		if p.UID, err = sample.LookupUser(f.user); err != nil {
 			return nil, usagef("-u: %v", err)
 		}
-		p.uid, p.hasUID = u, true
+		p.HasUID = true
 	}
 	if f.top < 0 {
 		return nil, usagef("--top: must not be negative")
@@ -182,19 +112,8 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func lookupUser(s string) (uint32, error) {
-	if u, err := user.Lookup(s); err == nil {
-		n, err := strconv.ParseUint(u.Uid, 10, 32)
-		return uint32(n), err
-	}
-	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	return 0, fmt.Errorf("unknown user %q", s)
-}
-
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlagSet("memwho", reportUsage, stderr)
+	fs := newFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
 	if err := parseFlags(fs, reportUsage, args, stdout); err != nil {
@@ -258,10 +177,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	sc, err := sample.NewScanner(sample.Options{
 		FS:         procFS,
 		Fast:       f.fast,
-		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
-		NeedCgroup: plan.by == sample.ByCgroup,
-		NoNames:    plan.by == sample.ByUser || plan.by == sample.ByCgroup,
-		PIDs:       scanPIDs(plan.pids, f.system),
+		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
+		NeedCgroup: plan.By == sample.ByCgroup,
+		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
+		PIDs:       scanPIDs(plan.PIDs, f.system),
 	})
 	if err != nil {
 		return err
@@ -291,35 +210,21 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 
 	// The host's ledger (--system) counts every process, before -p, -u,
 	// --filter and --top choose the rows.
-	host := hostTotal(snap.Procs)
-	procs := snap.Procs
-	if len(plan.pids) > 0 {
-		procs = slices.DeleteFunc(procs, func(p sample.Process) bool {
-			_, ok := slices.BinarySearch(plan.pids, p.PID)
-			return !ok
-		})
-		if err := missingPIDs(stderr, plan.pids, procs); err != nil {
-			return err
-		}
+	host := sample.SumProcs(snap.Procs)
+	procs, missing := plan.Procs(snap.Procs)
+	if err := missingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
+		return err
 	}
-	if plan.hasUID {
-		procs = slices.DeleteFunc(procs, func(p sample.Process) bool { return p.UID != plan.uid })
-	}
-	var users sample.Users
-	groups := sample.GroupProcs(procs, plan.by, &users)
-	groups = sample.Filter(groups, plan.filter)
-	sample.Sort(groups, plan.sortKey, f.reverse)
-	groups = sample.Top(groups, f.top, f.reverse)
-	total := sample.Total(groups)
+	groups, total := plan.Groups(procs)
 
 	// Each renderer builds its output in memory and writes it at once.
 	w := stdout
 	opt := report.Options{
-		By:        plan.by.String(),
-		KeyHeader: keyHeader(plan.by),
-		ShowCount: plan.by != sample.ByPID,
+		By:        plan.By.String(),
+		KeyHeader: report.KeyHeader(plan.By),
+		ShowCount: plan.By != sample.ByPID,
 		Fast:      f.fast,
-		Color:     useColor(stdout),
+		Color:     report.UseColor(stdout),
 		System:    f.system,
 		Host:      &host,
 		Conns:     snap.ConnsOK,
@@ -337,7 +242,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	warn(stderr, &snap, procs, groups, f.fast)
+	report.Warn(stderr, &snap, procs, groups, f.fast)
 
 	if mf != nil {
 		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
@@ -364,27 +269,20 @@ func scanPIDs(pids []int, system bool) []int {
 	return pids
 }
 
-// hostTotal sums every process of a scan, for the --system ledger.
-func hostTotal(procs []sample.Process) sample.Group {
-	return sample.SumProcs(procs)
-}
-
-// missingPIDs names on stderr the -p PIDs (sorted) that the scan did not
-// find (no such process, or one without memory: a kernel thread or a
-// zombie). When none was found, it returns an error instead: an empty
-// report would read as "these processes use nothing".
-func missingPIDs(stderr io.Writer, pids []int, found []sample.Process) error {
-	var missing []string
-	for _, pid := range pids {
-		if !slices.ContainsFunc(found, func(p sample.Process) bool { return p.PID == pid }) {
-			missing = append(missing, strconv.Itoa(pid))
-		}
-	}
+// missingPIDs names on stderr the -p PIDs that the scan did not find
+// (no such process, or one without memory: a kernel thread or a zombie).
+// When none of the asked were found, it returns an error instead: an
+// empty report would read as "these processes use nothing".
+func missingPIDs(stderr io.Writer, missing []int, asked int) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	list := strings.Join(missing, ", ")
-	if len(missing) == len(pids) {
+	ids := make([]string, len(missing))
+	for i, pid := range missing {
+		ids[i] = strconv.Itoa(pid)
+	}
+	list := strings.Join(ids, ", ")
+	if len(missing) == asked {
 		return fmt.Errorf("-p: no such process: %s (or only kernel threads and zombies, which have no memory)", list)
 	}
 	fmt.Fprintf(stderr, "memwho: warning: -p: no such process: %s (or a kernel thread or zombie, which has no memory)\n", list)
@@ -406,87 +304,4 @@ func createOutput(path string) (*atomicfile.File, error) {
 // identity (see createOutput): nothing the user could not read.
 func openInput(path string) (*os.File, error) {
 	return privilege.OpenFile(path, os.O_RDONLY, 0)
-}
-
-func keyHeader(by sample.By) string {
-	switch by {
-	case sample.ByPID:
-		return "Program [PID]"
-	case sample.ByUser:
-		return "User"
-	case sample.ByCgroup:
-		return "Cgroup"
-	}
-	return "Program"
-}
-
-// useColor follows https://no-color.org and colours only terminals.
-func useColor(w io.Writer) bool {
-	if v, ok := os.LookupEnv("NO_COLOR"); ok && v != "" {
-		return false
-	}
-	if os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// warn reports, once each, what made the figures shown less than exact.
-// It counts the processes of the groups shown (after -p, -u, --filter
-// and --top), not every process scanned: procs are the processes that
-// passed -p and -u, groups the rows; nil groups means every one of procs
-// is shown.
-func warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
-	shown := make(map[int]bool)
-	for i := range groups {
-		for _, pid := range groups[i].PIDs {
-			shown[pid] = true
-		}
-	}
-	if groups == nil {
-		for i := range procs {
-			shown[procs[i].PID] = true
-		}
-	}
-	var denied, malformed int
-	for i := range procs {
-		if !shown[procs[i].PID] {
-			continue
-		}
-		switch procs[i].Cause {
-		case sample.CauseDenied:
-			denied++
-		case sample.CauseMalformed:
-			malformed++
-		}
-	}
-	if denied > 0 && !fast {
-		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
-			denied, len(shown))
-		if os.Geteuid() == 0 {
-			// Root is refused only across a boundary: a process in
-			// another user namespace, or one a security module guards.
-			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
-		} else {
-			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
-		}
-	}
-	if malformed > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
-	}
-	if snap.Broken > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
-	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -31,8 +31,11 @@
 // bytes each time it is called, so an upload that failed halfway can call
 // Run again on a new destination (see package upload/sftp).
 //
-// The package does not open databases or files and knows nothing of the
-// schema.
+// The pipeline (Run) does not open databases or files and knows nothing
+// of the schema. The rest of the package is memwho export's plumbing
+// around it: History makes a Source of a history database, ToFile and
+// PrepareUpload (SFTP, an optional part: see upload_absent.go) are the
+// destinations.
 
 package export
 

@@ -5,8 +5,8 @@
 //
 // # The fit
 //
-// The slope is the Theil–Sen estimator: the median of the slopes between
-// every pair of points. Up to 29% of the points can be arbitrarily wrong
+// The slope is the Theil–Sen estimator (package trend, which the live
+// watch uses too): the median of the slopes between every pair of points. Up to 29% of the points can be arbitrarily wrong
 // (a spike, a burst at start-up, a garbage collection) without moving
 // it, where a least-squares line follows every outlier. Series longer
 // than maxFitPoints are first reduced to that many points (the median of
@@ -30,16 +30,11 @@
 // bytes) per series per sample in memory.
 package leaks
 
-import (
-	"math"
-	"slices"
-)
+import "github.com/memwho/memwho/internal/trend"
 
 // Point is one observation: T in hours (from any fixed origin), V in
 // bytes.
-type Point struct {
-	T, V float64
-}
+type Point = trend.Point
 
 // Fit describes a series' trend.
 type Fit struct {
@@ -71,7 +66,7 @@ func Analyze(pts []Point) Fit {
 		}
 	}
 	f.Steady = float64(up) / float64(len(pts)-1)
-	f.Slope, f.Intercept = TheilSen(reduce(pts, maxFitPoints))
+	f.Slope, f.Intercept = trend.TheilSen(reduce(pts, maxFitPoints))
 	var mean float64
 	for _, p := range pts {
 		mean += p.V
@@ -91,59 +86,6 @@ func Analyze(pts []Point) Fit {
 	return f
 }
 
-// TheilSen returns the median of the pairwise slopes of pts and the
-// median of the intercepts through each point with that slope. Pairs
-// with equal times are skipped. It is O(n²) in time and memory.
-func TheilSen(pts []Point) (slope, intercept float64) {
-	n := len(pts)
-	if n < 2 {
-		if n == 1 {
-			return 0, pts[0].V
-		}
-		return 0, 0
-	}
-	slopes := make([]float64, 0, n*(n-1)/2)
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			dt := pts[j].T - pts[i].T
-			if dt == 0 {
-				continue
-			}
-			slopes = append(slopes, (pts[j].V-pts[i].V)/dt)
-		}
-	}
-	if len(slopes) == 0 {
-		return 0, median(valuesOf(pts))
-	}
-	slope = median(slopes)
-	icpt := slopes[:0]
-	for _, p := range pts {
-		icpt = append(icpt, p.V-slope*p.T)
-	}
-	return slope, median(icpt)
-}
-
-func valuesOf(pts []Point) []float64 {
-	v := make([]float64, len(pts))
-	for i, p := range pts {
-		v[i] = p.V
-	}
-	return v
-}
-
-// median sorts x in place and returns its median (NaN when empty).
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(x)
-	m := len(x) / 2
-	if len(x)%2 == 1 {
-		return x[m]
-	}
-	return (x[m-1] + x[m]) / 2
-}
-
 // reduce returns pts cut into at most max runs of consecutive points,
 // each replaced by its mean time and median value; pts itself when it is
 // short enough.
@@ -161,7 +103,7 @@ func reduce(pts []Point, max int) []Point {
 			t += p.T
 			vals = append(vals, p.V)
 		}
-		out = append(out, Point{T: t / float64(hi-lo), V: median(vals)})
+		out = append(out, Point{T: t / float64(hi-lo), V: trend.Median(vals)})
 	}
 	return out
 }

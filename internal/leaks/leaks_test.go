@@ -8,6 +8,7 @@ import (
 
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
+	"github.com/memwho/memwho/internal/trend"
 )
 
 const miB = 1 << 20
@@ -57,7 +58,7 @@ func TestTheilSenOutliers(t *testing.T) {
 			for i := 0; i < c.outliers; i++ {
 				pts[len(pts)-1-i*3].V += c.size
 			}
-			got, _ := TheilSen(pts)
+			got, _ := trend.TheilSen(pts)
 			if !near(got, slope, 0.05) {
 				t.Errorf("Theil–Sen slope = %.1f MiB/h, want %.1f ±5%%", got/miB, float64(slope)/miB)
 			}
@@ -106,10 +107,10 @@ func TestAnalyze(t *testing.T) {
 		}
 	})
 	t.Run("short", func(t *testing.T) {
-		if f := Analyze([]Point{{0, 5}}); f.Slope != 0 || f.N != 1 {
+		if f := Analyze([]Point{{T: 0, V: 5}}); f.Slope != 0 || f.N != 1 {
 			t.Errorf("one point: %+v", f)
 		}
-		if s, _ := TheilSen([]Point{{1, 5}, {1, 7}}); s != 0 {
+		if s, _ := trend.TheilSen([]Point{{T: 1, V: 5}, {T: 1, V: 7}}); s != 0 {
 			t.Errorf("equal times: slope %v, want 0", s)
 		}
 	})

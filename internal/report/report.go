@@ -3,9 +3,11 @@
 // /proc/meminfo in an optional system footer.
 //
 // It does not read /proc, group, sort or filter: groups arrive ready and
-// are written in the order given. It does not print warnings either (gone
-// or denied processes are the caller's business, on stderr); everything
-// here goes to the one writer it is handed.
+// are written in the order given. The renderers write to the one writer
+// they are handed; the warnings about estimates (Warn) go to the one the
+// caller gives for them, standard error. The small console rules the
+// commands share (colour, terminals, the name column's title) are here
+// too, so that the report and the live watch agree on them.
 //
 // Names (group keys) are raw bytes from the kernel. The table and CSV pass
 // them through Sanitize so that no control sequence reaches a terminal;

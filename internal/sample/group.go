@@ -174,23 +174,32 @@ func ParseSort(s string) (SortKey, error) {
 	return 0, fmt.Errorf("unknown sort column %q (want ram, private, shared, swap, count or name)", s)
 }
 
+// Compare orders a and b by the column key, ascending; 0 when they are
+// equal in it. SortName compares nothing: the name breaks every tie, and
+// each view decides how (Sort here, watch.SortRows for the live view).
+// This is the one definition of what a sort column means.
+func (key SortKey) Compare(a, b *Group) int {
+	switch key {
+	case SortRAM:
+		return cmp.Compare(a.RAM, b.RAM)
+	case SortPrivate:
+		return cmp.Compare(a.Private, b.Private)
+	case SortShared:
+		return cmp.Compare(a.Shared, b.Shared)
+	case SortSwap:
+		return cmp.Compare(a.Swap, b.Swap)
+	case SortCount:
+		return cmp.Compare(a.Count, b.Count)
+	}
+	return 0
+}
+
 // Sort orders groups ascending by key (so the largest is printed last,
-// just above the prompt), ties broken by name; reverse flips the order.
+// just above the prompt), ties broken by name; reverse flips the order,
+// ties included.
 func Sort(groups []Group, key SortKey, reverse bool) {
 	slices.SortStableFunc(groups, func(a, b Group) int {
-		var c int
-		switch key {
-		case SortRAM:
-			c = cmp.Compare(a.RAM, b.RAM)
-		case SortPrivate:
-			c = cmp.Compare(a.Private, b.Private)
-		case SortShared:
-			c = cmp.Compare(a.Shared, b.Shared)
-		case SortSwap:
-			c = cmp.Compare(a.Swap, b.Swap)
-		case SortCount:
-			c = cmp.Compare(a.Count, b.Count)
-		}
+		c := key.Compare(&a, &b)
 		if c == 0 {
 			c = strings.Compare(a.Key, b.Key)
 		}
@@ -252,4 +261,21 @@ func addSat(a, b uint64) uint64 {
 		return s
 	}
 	return math.MaxUint64
+}
+
+// ParsePIDs parses a -p list, "1,2,3", into process ids, sorted and
+// without repeats: a pid named twice is still one process, and the
+// commands that filter by it search the list. Spaces around an id are
+// allowed; anything that is not a positive number is an error.
+func ParsePIDs(list string) ([]int, error) {
+	var pids []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a process id", s)
+		}
+		pids = append(pids, n)
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids), nil
 }

@@ -95,3 +95,15 @@ func TestTotalsSaturate(t *testing.T) {
 		t.Errorf("Total: RAM %d, want saturated", tot.RAM)
 	}
 }
+
+func TestParsePIDs(t *testing.T) {
+	got, err := ParsePIDs("30, 1,30,2")
+	if err != nil || !slices.Equal(got, []int{1, 2, 30}) {
+		t.Errorf("ParsePIDs = %v, %v; want [1 2 30]", got, err)
+	}
+	for _, bad := range []string{"", "1,,2", "0", "-3", "x", "1 2"} {
+		if got, err := ParsePIDs(bad); err == nil {
+			t.Errorf("ParsePIDs(%q) = %v, want an error", bad, got)
+		}
+	}
+}

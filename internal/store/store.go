@@ -338,9 +338,33 @@ func Schemes() []string {
 
 // Open opens the database named by target: "postgres://..." or
 // "postgresql://..." for PostgreSQL (unless built with nopostgres), a file
-// path (or "file:PATH") for SQLite.
+// path (or "file:PATH") for SQLite. It is the one place that tells the
+// back ends apart by the target's spelling (see Shared for the policy
+// that follows from it). Its errors are ready to print: a missing history
+// says how to start one, anything else is "open history: ...".
 func Open(ctx context.Context, target string, opt OpenOptions) (Store, error) {
-	scheme := ""
+	st, err := open(ctx, target, opt)
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, ErrNoHistory):
+		return nil, fmt.Errorf("%w (run 'memwho record' first)", err)
+	}
+	return nil, fmt.Errorf("open history: %w", err)
+}
+
+// Shared reports whether target names a database that several hosts
+// write (PostgreSQL): there a recorder spools the samples the server
+// cannot take yet and prunes only its own host's samples, where a SQLite
+// file is one host's, pruned as a whole and bounded by its size.
+func Shared(target string) bool {
+	scheme, _ := splitTarget(target)
+	return scheme != ""
+}
+
+// splitTarget returns the back end's scheme ("" for SQLite) and what
+// it is handed.
+func splitTarget(target string) (scheme, rest string) {
 	if i := strings.Index(target, "://"); i > 0 {
 		scheme = target[:i]
 	} else if rest, ok := strings.CutPrefix(target, "file:"); ok {
@@ -349,6 +373,11 @@ func Open(ctx context.Context, target string, opt OpenOptions) (Store, error) {
 	if scheme == "postgresql" {
 		scheme = "postgres"
 	}
+	return scheme, target
+}
+
+func open(ctx context.Context, target string, opt OpenOptions) (Store, error) {
+	scheme, target := splitTarget(target)
 	driversMu.Lock()
 	open, ok := drivers[scheme]
 	driversMu.Unlock()

@@ -40,20 +40,6 @@ type Options struct {
 	Config Config
 }
 
-// KeyHeader returns the name column's title for a grouping, as the
-// report spells it.
-func KeyHeader(by sample.By) string {
-	switch by {
-	case sample.ByPID:
-		return "Program [PID]"
-	case sample.ByUser:
-		return "User"
-	case sample.ByCgroup:
-		return "Cgroup"
-	}
-	return "Program"
-}
-
 // RunPlain is the watch for logs and pipes: every opt.Interval it scans
 // with s and writes one snapshot to w: a line with the time (RFC 3339),
 // the grouping and the interval, the report table (report.Table, groups
@@ -129,7 +115,7 @@ func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, s
 	tb.b = buf
 	// report.Table only fails when the writer does; byteWriter never does.
 	_ = report.Table(&tb, groups, sample.Total(groups), snap, report.Options{
-		KeyHeader: KeyHeader(opt.By),
+		KeyHeader: report.KeyHeader(opt.By),
 		By:        opt.By.String(),
 		ShowCount: opt.By != sample.ByPID,
 		Fast:      opt.Fast,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/trend"
 )
 
 // Sampler fills a snapshot with one walk of /proc. *sample.Scanner and
@@ -104,7 +105,8 @@ type Tracker struct {
 	views   [4]*view
 	users   sample.Users
 	info    Info
-	scratch []float64
+	scratch []float64     // the slopes of one fit, reused
+	pts     []trend.Point // the series of one fit, reused
 	// stale holds, during Add, the processes whose figures are older
 	// than the snapshot.
 	stale map[int]stale
@@ -303,7 +305,13 @@ func (t *Tracker) Rows(by sample.By) []Row {
 			Since:   time.Unix(0, s.since),
 			History: v.arena[from:len(v.arena):len(v.arena)],
 		}
-		r.Rate, t.scratch = theilSen(ts, r.History, t.scratch)
+		t.pts = t.pts[:0]
+		for j, v := range r.History {
+			// Times relative to the first keep float64 exact, so
+			// that every pair's interval is the integer one.
+			t.pts = append(t.pts, trend.Point{T: float64(ts[j] - ts[0]), V: float64(v)})
+		}
+		r.Rate, t.scratch = trend.Slope(t.pts, float64(time.Second), t.scratch)
 		r.RateOK = len(ts) >= 2 && slices.Max(ts) > slices.Min(ts)
 		r.Age = time.Duration(t.times[t.n%w] - s.ts[t.n%w])
 		r.Leak = t.leak(ts, r.History, r.Rate)
@@ -311,98 +319,6 @@ func (t *Tracker) Rows(by sample.By) []Row {
 	}
 	v.rowsAt = t.n
 	return v.rows
-}
-
-// theilSen returns the median of the slopes between every pair of points
-// (ts[i], vs[i]), in units of vs per second (ts in nanoseconds), and the
-// scratch slice for reuse. Fewer than two points give 0.
-func theilSen(ts []int64, vs []uint64, scratch []float64) (float64, []float64) {
-	n := len(vs)
-	if n < 2 {
-		return 0, scratch
-	}
-	flat := true
-	for _, v := range vs[1:] {
-		if v != vs[0] {
-			flat = false
-			break
-		}
-	}
-	if flat {
-		return 0, scratch
-	}
-	scratch = scratch[:0]
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			dt := ts[j] - ts[i]
-			if dt <= 0 {
-				continue // two samples at one instant say nothing about a rate
-			}
-			dv := float64(int64(vs[j] - vs[i]))
-			scratch = append(scratch, dv/(float64(dt)/1e9))
-		}
-	}
-	return median(scratch), scratch
-}
-
-// median returns the median of xs, reordering xs. It is 0 for no values.
-func median(xs []float64) float64 {
-	n := len(xs)
-	if n == 0 {
-		return 0
-	}
-	k := n / 2
-	hi := quickselect(xs, k)
-	if n%2 == 1 {
-		return hi
-	}
-	// The lower middle value is the largest of the part left of k.
-	return (slices.Max(xs[:k]) + hi) / 2
-}
-
-// quickselect reorders xs so that xs[k] holds the value it would have
-// sorted, with no larger value before it and no smaller one after, and
-// returns xs[k].
-func quickselect(xs []float64, k int) float64 {
-	lo, hi := 0, len(xs)-1
-	for lo < hi {
-		// Median of three as the pivot: sorted or reversed input (a
-		// steady leak gives sorted slopes) stays linear.
-		mid := lo + (hi-lo)/2
-		if xs[mid] < xs[lo] {
-			xs[mid], xs[lo] = xs[lo], xs[mid]
-		}
-		if xs[hi] < xs[lo] {
-			xs[hi], xs[lo] = xs[lo], xs[hi]
-		}
-		if xs[hi] < xs[mid] {
-			xs[hi], xs[mid] = xs[mid], xs[hi]
-		}
-		p := xs[mid]
-		i, j := lo, hi
-		for i <= j {
-			for xs[i] < p {
-				i++
-			}
-			for xs[j] > p {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return xs[k]
-		}
-	}
-	return xs[k]
 }
 
 // leak applies the leak rule of the package doc to a window of RAM
@@ -435,16 +351,21 @@ func (t *Tracker) leak(ts []int64, vs []uint64, rate float64) bool {
 // SortKey names a column to sort rows by.
 type SortKey uint8
 
-// Sort columns: the report's, then the change since the start, the
-// growth rate and the ESTABLISHED TCP connections.
+// Sort columns: the report's (the same values as sample.SortKey, whose
+// Compare defines them), then the change since the start, the growth rate
+// and the ESTABLISHED TCP connections.
 const (
-	SortRAM SortKey = iota
-	SortPrivate
-	SortShared
-	SortSwap
-	SortCount
-	SortName
-	SortChange
+	SortRAM     = SortKey(sample.SortRAM)
+	SortPrivate = SortKey(sample.SortPrivate)
+	SortShared  = SortKey(sample.SortShared)
+	SortSwap    = SortKey(sample.SortSwap)
+	SortCount   = SortKey(sample.SortCount)
+	SortName    = SortKey(sample.SortName)
+)
+
+// The live view's own columns follow the report's.
+const (
+	SortChange = SortName + 1 + iota
 	SortRate
 	SortConns
 	numSortKeys
@@ -466,27 +387,21 @@ func ParseSort(s string) (SortKey, error) {
 }
 
 // SortRows orders rows by key, largest first when desc, ties broken by
-// name (ascending).
+// name (ascending, unless sorting by name descending): unlike the
+// report's Sort, a live view keeps equal rows in reading order whichever
+// way it sorts.
 func SortRows(rows []Row, key SortKey, desc bool) {
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		var c int
 		switch key {
-		case SortRAM:
-			c = cmp.Compare(a.RAM, b.RAM)
-		case SortPrivate:
-			c = cmp.Compare(a.Private, b.Private)
-		case SortShared:
-			c = cmp.Compare(a.Shared, b.Shared)
-		case SortSwap:
-			c = cmp.Compare(a.Swap, b.Swap)
-		case SortCount:
-			c = cmp.Compare(a.Count, b.Count)
 		case SortChange:
 			c = cmp.Compare(a.Change, b.Change)
 		case SortRate:
 			c = cmp.Compare(a.Rate, b.Rate)
 		case SortConns:
 			c = cmp.Compare(a.Conns, b.Conns)
+		default:
+			c = sample.SortKey(key).Compare(&a.Group, &b.Group)
 		}
 		if desc {
 			c = -c

@@ -2,8 +2,6 @@ package watch
 
 import (
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,54 +255,6 @@ func TestGroupingsTrackedTogether(t *testing.T) {
 	}
 	if got, want := tr.Info().Total.RAM, uint64(21*miB+21*miB+5*miB); got != want {
 		t.Errorf("total RAM %d, want %d", got, want)
-	}
-}
-
-func TestTheilSenMatchesSortedMedian(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var scratch []float64
-	for n := 2; n < 40; n++ {
-		ts := make([]int64, n)
-		vs := make([]uint64, n)
-		for i := range n {
-			ts[i] = int64(i)*1e9 + rng.Int64N(5e8)
-			vs[i] = uint64(rng.IntN(1000)) * kiB
-		}
-		var got float64
-		got, scratch = theilSen(ts, vs, scratch)
-		var slopes []float64
-		for i := range n {
-			for j := i + 1; j < n; j++ {
-				slopes = append(slopes, float64(int64(vs[j]-vs[i]))/(float64(ts[j]-ts[i])/1e9))
-			}
-		}
-		slices.Sort(slopes)
-		want := slopes[len(slopes)/2]
-		if len(slopes)%2 == 0 {
-			want = (slopes[len(slopes)/2-1] + want) / 2
-		}
-		if math.Abs(got-want) > 1e-9*math.Abs(want) {
-			t.Errorf("n=%d: theilSen = %v, sorted median = %v", n, got, want)
-		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{3}, 3},
-		{[]float64{2, 1}, 1.5},
-		{[]float64{5, 5, 5, 5}, 5},
-		{[]float64{1, 2, 3, 4, 5, 6, 7}, 4},
-		{[]float64{7, 6, 5, 4, 3, 2, 1, 0}, 3.5},
-		{[]float64{1, 1, 1, 9, 9, 9, 1, 9}, 5},
-	} {
-		if got := median(slices.Clone(tc.in)); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
 	}
 }
 

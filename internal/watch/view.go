@@ -292,7 +292,7 @@ func (m Model) columnTitles(shown [numCols]bool, nameW int) string {
 		d := colDefs[c]
 		title, width := d.title, d.width
 		if c == colName {
-			title, width = KeyHeader(m.by), nameW
+			title, width = report.KeyHeader(m.by), nameW
 		}
 		st := m.st.header
 		if d.sort == m.sortKey {

@@ -1,6 +1,6 @@
 //go:build !nosftp
 
-package main
+package export
 
 import (
 	"context"
@@ -12,38 +12,39 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/memwho/memwho/internal/export"
-	"github.com/memwho/memwho/internal/upload/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/upload/sftp"
 )
 
-func init() {
-	prepareUpload = prepareSFTP
-	haveSFTP = true
-}
+// SFTP reports whether this build can upload (--upload sftp://...): the
+// optional part is left out with the nosftp build tag (see
+// upload_absent.go).
+const SFTP = true
 
-// prepareSFTP checks the --upload flags, reads the key and known_hosts
-// (with the user's identity, through openInput) and returns the function
-// that streams an export to the server.
-func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(context.Context, export.Source) error, error) {
+// PrepareUpload checks u, reads the key and known_hosts (through u.Open)
+// and returns the function that streams an export, encoded as opt says,
+// to the server. Mistakes in u are usage errors (cli.UsageError).
+func PrepareUpload(u *Upload, opt Options) (func(context.Context, Source) error, error) {
 	login := ""
 	if u, err := user.Current(); err == nil {
 		login = u.Username
 	}
-	target, err := sftp.ParseURL(f.upload, login)
+	target, err := sftp.ParseURL(u.URL, login)
 	if err != nil {
-		return nil, usagef("--upload: %v", err)
+		return nil, cli.Usagef("--upload: %v", err)
 	}
 
-	khPath := f.knownHosts
+	khPath := u.KnownHosts
 	if khPath == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return nil, usagef("--known-hosts: no home directory to find ~/.ssh/known_hosts: %v", err)
+			return nil, cli.Usagef("--known-hosts: no home directory to find ~/.ssh/known_hosts: %v", err)
 		}
 		khPath = filepath.Join(home, ".ssh", "known_hosts")
 	}
-	kh, err := openInput(khPath)
+	kh, err := u.Open(khPath)
 	if err != nil {
 		return nil, fmt.Errorf("--known-hosts: %w (add the server with: ssh-keyscan -p %d %s >> %s, after checking its fingerprint)",
 			err, target.Port, target.Host, khPath)
@@ -56,8 +57,8 @@ func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(con
 
 	var auth ssh.AuthMethod
 	var closeAuth io.Closer
-	if f.identity != "" {
-		kf, err := openInput(f.identity)
+	if u.Identity != "" {
+		kf, err := u.Open(u.Identity)
 		if err != nil {
 			kh.Close()
 			return nil, fmt.Errorf("--identity: %w", err)
@@ -73,12 +74,12 @@ func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(con
 		}
 		if err != nil {
 			kh.Close()
-			return nil, fmt.Errorf("--identity %s: %w", f.identity, err)
+			return nil, fmt.Errorf("--identity %s: %w", u.Identity, err)
 		}
 	} else {
 		if auth, closeAuth, err = sftp.Agent(os.Getenv("SSH_AUTH_SOCK")); err != nil {
 			kh.Close()
-			return nil, usagef("--upload needs a key: %v; give --identity FILE", err)
+			return nil, cli.Usagef("--upload needs a key: %v; give --identity FILE", err)
 		}
 	}
 
@@ -87,13 +88,13 @@ func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(con
 		HostKeyCallback:   hostKeyCallback,
 		HostKeyAlgorithms: algos,
 		Auth:              []ssh.AuthMethod{auth},
-		Retries:           f.retries,
-		Backoff:           uploadBackoff,
+		Retries:           u.Retries,
+		Backoff:           UploadBackoff,
 		Logf: func(format string, args ...any) {
-			fmt.Fprintf(stderr, "memwho: warning: %s\n", sanitizeMessage(fmt.Sprintf(format, args...)))
+			fmt.Fprintf(u.Log, "memwho: warning: %s\n", cli.OneLine(fmt.Sprintf(format, args...)))
 		},
 	}
-	return func(ctx context.Context, src export.Source) error {
+	return func(ctx context.Context, src Source) error {
 		defer kh.Close()
 		if closeAuth != nil {
 			defer closeAuth.Close()
@@ -101,7 +102,7 @@ func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(con
 		// Each attempt runs the whole export again from the database:
 		// the pipeline keeps no state, and --until was fixed at start.
 		_, err := sftp.Upload(ctx, cfg, func(ctx context.Context, w io.Writer) error {
-			_, err := export.Run(ctx, w, opt, src)
+			_, err := Run(ctx, w, opt, src)
 			return err
 		})
 		var he *sftp.HostKeyError
@@ -116,6 +117,6 @@ func prepareSFTP(f *exportFlags, opt export.Options, stderr io.Writer) (func(con
 	}, nil
 }
 
-// uploadBackoff is the wait before the first retry of a dropped upload;
+// UploadBackoff is the wait before the first retry of a dropped upload;
 // it doubles with each retry. Tests shorten it.
-var uploadBackoff = time.Second
+var UploadBackoff = time.Second

@@ -9,7 +9,8 @@ import (
 
 // TUI reports whether this build has the live view: it was left out with
 // the notui build tag, so the watch prints plain snapshots even on a
-// terminal.
+// terminal. The optional parts all follow one pattern: see
+// internal/store/postgres/absent.go.
 const TUI = false
 
 // RunTUI is not available in notui builds; callers check TUI and use

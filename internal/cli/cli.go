@@ -1,0 +1,246 @@
+// Package cli holds the command-line conventions every memwho command
+// shares, so that they are spelled once: a usage error (exit code 2)
+// against any other failure (exit code 1), how flags are parsed (--help
+// on standard output, one error line otherwise), flags set from the
+// environment, and the values flags take: sizes (64MiB), durations with
+// days (30d), points in time (RFC 3339, a date, or "24h" ago) and
+// regular expressions.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// UsageError is a mistake on the command line: the command exits with
+// code 2 and a hint to read the help.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{fmt.Sprintf(format, args...)}
+}
+
+// ErrHelp is --help: the usage was printed to standard output, and the
+// command exits 0.
+var ErrHelp = errors.New("help requested")
+
+// NewFlagSet returns the flag set of a subcommand. It prints nothing
+// itself: Parse turns its errors into one usage error line, and --help
+// into the usage on standard output.
+func NewFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// Parse parses a subcommand's arguments. --help (or -h) prints usage to
+// stdout and returns ErrHelp; a bad flag or a stray argument is a usage
+// error.
+func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, usage)
+			return ErrHelp
+		}
+		return &UsageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return Usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// EnvName is the environment variable that sets flag name: MEMWHO_ and
+// the name in capitals with - as _.
+func EnvName(name string) string {
+	return "MEMWHO_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// ApplyEnv sets every flag of fs that has an environment variable. Call
+// it before Parse, so that the command line wins.
+func ApplyEnv(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		env := EnvName(f.Name)
+		// An empty variable counts as unset, as in most tools.
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			if e := f.Value.Set(v); e != nil {
+				err = Usagef("%s=%q: %v", env, v, e)
+			}
+		}
+	})
+	return err
+}
+
+// ParseSize parses a byte count with an optional binary unit: 512, 4KiB,
+// 64MiB, 1GiB, 1TiB (K, M, G, T, KB, MB, ... are taken as binary too).
+func ParseSize(s string) (int64, error) {
+	num := strings.TrimRight(s, "BbiKMGTkmgt")
+	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "B"), "b"))
+	unit = strings.TrimSuffix(unit, "I")
+	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q (want a number with B, KiB, MiB, GiB or TiB)", s)
+	}
+	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+	sh, ok := shift[unit]
+	if !ok {
+		return 0, fmt.Errorf("bad size unit in %q (want B, KiB, MiB, GiB or TiB)", s)
+	}
+	v := n * float64(uint64(1)<<sh)
+	if v >= 1<<62 {
+		return 0, fmt.Errorf("size %q too large", s)
+	}
+	return int64(v), nil
+}
+
+// ParseDays parses a Go duration or a whole number of days ("30d"); "0"
+// is zero.
+func ParseDays(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("bad number of days %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad duration %q (want 90s, 15m, 12h or 30d)", s)
+	}
+	return d, nil
+}
+
+// ParseTime reads an RFC 3339 time, a date (midnight UTC) or a duration
+// before now ("90m", "24h", "7d"), truncated to the millisecond the
+// history stores.
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	d, err := parseAgo(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time, a date (YYYY-MM-DD) nor a duration like 24h or 7d", s)
+	}
+	return now.Add(-d).Truncate(time.Millisecond), nil
+}
+
+// parseAgo is time.ParseDuration plus whole days ("7d"), never negative.
+func parseAgo(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = errors.New("negative duration")
+	}
+	return d, err
+}
+
+// CompileFilter compiles a --filter regular expression; a bad one is a
+// usage error described on one line (the code and the offending part).
+func CompileFilter(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		msg := err.Error()
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			msg = fmt.Sprintf("%s in %q", se.Code, se.Expr)
+		}
+		return nil, Usagef("--filter: bad regular expression: %s", msg)
+	}
+	return re, nil
+}
+
+// Seconds is a flag.Value for a refresh interval: a bare number is
+// seconds, as in watch(1), top and vmstat; a Go duration (500ms, 1m)
+// works too.
+type Seconds time.Duration
+
+func (d *Seconds) String() string { return time.Duration(*d).String() }
+
+// Set parses the flag's value.
+func (d *Seconds) Set(s string) error {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if !(v > 0 && v <= 1e6) { // NaN fails too
+			return errors.New("want a positive number of seconds (2, 0.5) or a duration (500ms, 1m)")
+		}
+		*d = Seconds(time.Duration(v * float64(time.Second)))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want seconds (2, 0.5) or a duration (500ms, 1m)")
+	}
+	*d = Seconds(v)
+	return nil
+}
+
+// OneLine keeps a message on one line for "memwho: error:" and
+// "memwho: warning:" lines: errors can quote user input and process
+// names, and a newline or a control character in them could forge a
+// line of their own or drive the terminal.
+func OneLine(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c < 0x20 || c == 0x7f:
+			b = append(b, fmt.Sprintf(`\x%02x`, c)...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// GroupID resolves a group flag (flagName, for the error): a name from
+// the group database or a number; "" is -1, the process's own group.
+func GroupID(flagName, name string) (int, error) {
+	if name == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		return n, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return -1, Usagef("%s: %v", flagName, err)
+	}
+	n, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return -1, Usagef("%s: group %s has gid %q", flagName, name, g.Gid)
+	}
+	return n, nil
+}

@@ -1,0 +1,193 @@
+// Package record is memwho record's loop: every interval it scans every
+// process, fills one history sample (processes and groups, each with the
+// cgroup memory limit that applies to it, see package cgroup), writes it
+// in one transaction and applies the retention policy.
+//
+// The caller opens the history (Open, with the user's own rights) and
+// the scanner (with whatever privilege the scan keeps) before Run: the
+// order of those two steps is the command's privilege policy, not this
+// package's.
+package record
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/memwho/memwho/internal/cgroup"
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/store"
+)
+
+// Scanner is what record samples with. sample.Scanner walks every
+// process each time; the live view's sampling engine (internal/engine)
+// has the same Scan contract and could be swapped in.
+type Scanner interface {
+	Scan(*sample.Snapshot) error
+	Close() error
+}
+
+// Config is what one run records and keeps.
+type Config struct {
+	// DB is the history database (a path or URL, see store.Open).
+	DB string
+	// Host is stored with each sample.
+	Host string
+	// Kinds are the group rows stored besides processes.
+	Kinds []store.Kind
+	// Interval is the time between samples; Count stops after that many
+	// (0: until ctx is done).
+	Interval time.Duration
+	Count    int
+	// Keep deletes samples older than this (0 keeps all); MaxSize bounds
+	// a SQLite file in bytes (0: no bound).
+	Keep    time.Duration
+	MaxSize int64
+	// Spool is where a shared (PostgreSQL) database's samples wait while
+	// the server is unreachable ("": spool/ in store.DefaultDir);
+	// SpoolMax bounds it in bytes.
+	Spool    string
+	SpoolMax int64
+	// CgroupRoot is the cgroup file system memory limits are read from.
+	CgroupRoot string
+	// Verbose prints one line per sample (and per pruning) to Run's log.
+	Verbose bool
+}
+
+// Open opens the history cfg names for writing, with a spool for a
+// shared database. Warnings (spooling started, samples dropped) go to
+// warn.
+func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
+	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
+	if store.Shared(cfg.DB) {
+		opt.SpoolDir = cfg.Spool
+		if opt.SpoolDir == "" {
+			dir, err := store.DefaultDir()
+			if err != nil {
+				return nil, err
+			}
+			opt.SpoolDir = filepath.Join(dir, "spool")
+		}
+	}
+	return store.Open(ctx, cfg.DB, opt)
+}
+
+// Run records samples into st with sc until cfg.Count samples are taken
+// or ctx is done, and returns nil then. fs is the procfs tree sc reads
+// (for the boot id). A failed scan and a database busy with another
+// writer are warnings; any other write error ends the run.
+func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Config, log io.Writer, warn *Warner) error {
+	limits := cgroup.NewLimits(cfg.CgroupRoot)
+	defer limits.Close()
+	b := store.Builder{
+		Host:   cfg.Host,
+		BootID: BootID(fs),
+		Kinds:  cfg.Kinds,
+		Limit: func(p *sample.Process) store.Limit {
+			l := limits.Of(p.Cgroup)
+			return store.Limit{Limit: l.Limit, Free: l.Free}
+		},
+	}
+	shared := store.Shared(cfg.DB)
+	var (
+		snap sample.Snapshot
+		s    store.Sample
+	)
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
+		if n > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+		}
+		start := time.Now()
+		if err := sc.Scan(&snap); err != nil {
+			warn.Print(fmt.Sprintf("scan: %v", err))
+			continue
+		}
+		limits.Reset()
+		b.Fill(&s, &snap)
+		// The write runs to completion even when a signal arrives: a
+		// sample is cheap to finish, and stopping is checked right after.
+		if err := st.Write(context.WithoutCancel(ctx), &s); err != nil {
+			// Only a database busy with another writer may clear up by
+			// itself; a full disk, an I/O error or a refusal by the
+			// server would lose every later sample as well, so it ends
+			// the run with an error (and a non-zero exit) instead of a
+			// warning nobody reads.
+			if !errors.Is(err, store.ErrBusy) {
+				return fmt.Errorf("sample of %s not stored: %w", s.Time.Format(time.TimeOnly), err)
+			}
+			warn.Print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
+			continue
+		}
+		if cfg.Keep > 0 || (cfg.MaxSize > 0 && !shared) {
+			r := store.Retention{Host: cfg.Host}
+			if cfg.Keep > 0 {
+				r.Before = s.Time.Add(-cfg.Keep)
+			}
+			if !shared {
+				r.MaxSize = cfg.MaxSize
+				// Each recorder prunes what it wrote; a SQLite file is
+				// normally one host's, and the size bound is the file's.
+				r.Host = ""
+			}
+			if p, err := st.Prune(context.WithoutCancel(ctx), r); err != nil {
+				warn.Print(fmt.Sprintf("retention: %v", err))
+			} else if p.Samples > 0 && cfg.Verbose {
+				fmt.Fprintf(log, "memwho: retention deleted %d samples (database now %d bytes)\n", p.Samples, p.Size)
+			}
+		}
+		warn.OK()
+		if cfg.Verbose {
+			fmt.Fprintf(log, "memwho: sample %s: %d processes, %d rows, %v\n",
+				s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// BootID returns sys/kernel/random/boot_id of the procfs tree, "" if
+// unreadable: pid and start time identify a process only within a boot.
+func BootID(fs *proc.FS) string {
+	b, err := fs.ReadFile("sys/kernel/random/boot_id", nil, 4096)
+	if err != nil {
+		return ""
+	}
+	return store.CleanKey(string(bytes.TrimSpace(b)))
+}
+
+// Warner prints "memwho: warning:" lines, each distinct message once
+// until a sample succeeds again, so that an outage does not write a line
+// per sample.
+type Warner struct {
+	w    io.Writer
+	seen map[string]bool
+}
+
+// NewWarner returns a Warner writing to w.
+func NewWarner(w io.Writer) *Warner { return &Warner{w: w, seen: map[string]bool{}} }
+
+// Print writes msg unless it was written since the last OK.
+func (w *Warner) Print(msg string) {
+	if w.seen[msg] {
+		return
+	}
+	w.seen[msg] = true
+	fmt.Fprintf(w.w, "memwho: warning: %s\n", cli.OneLine(msg))
+}
+
+// OK notes a successful sample: every warning may be printed again.
+func (w *Warner) OK() { clear(w.seen) }

@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// KeyHeader returns the name column's title for a grouping: the report's
+// table and the live watch spell it the same way.
+func KeyHeader(by sample.By) string {
+	switch by {
+	case sample.ByPID:
+		return "Program [PID]"
+	case sample.ByUser:
+		return "User"
+	case sample.ByCgroup:
+		return "Cgroup"
+	}
+	return "Program"
+}
+
+// UseColor reports whether output to w may be coloured: only a terminal,
+// and neither NO_COLOR (https://no-color.org) nor TERM=dumb.
+func UseColor(w io.Writer) bool {
+	if v, ok := os.LookupEnv("NO_COLOR"); ok && v != "" {
+		return false
+	}
+	if os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// IsTerminal reports whether w is a terminal (it answers the terminal
+// ioctl): where the live view runs, and where compressed bytes must not
+// go.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// Warn writes to stderr, once each, what made the figures shown less
+// than exact. It counts the processes of the groups shown (after -p, -u,
+// --filter and --top), not every process scanned: a warning about rows
+// the user filtered away would only confuse. procs are the processes
+// that passed -p and -u, groups the rows; nil groups means every one of
+// procs is shown.
+func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
+	shown := make(map[int]bool)
+	for i := range groups {
+		for _, pid := range groups[i].PIDs {
+			shown[pid] = true
+		}
+	}
+	if groups == nil {
+		for i := range procs {
+			shown[procs[i].PID] = true
+		}
+	}
+	var denied, malformed int
+	for i := range procs {
+		if !shown[procs[i].PID] {
+			continue
+		}
+		switch procs[i].Cause {
+		case sample.CauseDenied:
+			denied++
+		case sample.CauseMalformed:
+			malformed++
+		}
+	}
+	if denied > 0 && !fast {
+		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
+			denied, len(shown))
+		if os.Geteuid() == 0 {
+			// Root is refused only across a boundary: a process in
+			// another user namespace, or one a security module guards.
+			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
+		} else {
+			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
+		}
+	}
+	if malformed > 0 {
+		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
+	}
+	if snap.Broken > 0 {
+		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
