@@ -49,7 +49,7 @@ func BenchmarkTick(b *testing.B) {
 		})
 	}
 	b.Run("report-scan", func(b *testing.B) {
-		sc, err := sample.NewScanner(sample.Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs})
+		sc, err := New(Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs, OneShot: true})
 		if err != nil {
 			b.Fatal(err)
 		}

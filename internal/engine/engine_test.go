@@ -4,6 +4,7 @@ import (
 	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,9 +24,11 @@ func newEngine(t *testing.T, opt Options) *Engine {
 	return e
 }
 
-func scanner(t *testing.T, opt sample.Options) *sample.Snapshot {
+// scanner scans once as a report does (OneShot).
+func scanner(t *testing.T, opt Options) *sample.Snapshot {
 	t.Helper()
-	s, err := sample.NewScanner(opt)
+	opt.OneShot = true
+	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func scanner(t *testing.T, opt sample.Options) *sample.Snapshot {
 }
 
 // TestMatchesScanner checks that a first tick gives, on every captured
-// tree, exactly what a report's scan gives: same processes, figures,
+// tree, exactly what a report's scan (OneShot) gives: same processes, figures,
 // names and counters.
 func TestMatchesScanner(t *testing.T) {
 	for _, fx := range fixtures {
@@ -65,9 +68,9 @@ func TestMatchesScanner(t *testing.T) {
 				// times and parents, which a scan that asks for them
 				// gives (it drops a process whose stat is unparsable,
 				// which the engine and the report keep).
-				want := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedUID: opt.NeedUID,
+				want := scanner(t, Options{FS: fstest.Open(t, root), NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
-				withStart := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedStartTime: true, NeedUID: opt.NeedUID,
+				withStart := scanner(t, Options{FS: fstest.Open(t, root), NeedStartTime: true, NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
 				if opt.MaxHeld < 0 {
 					// Without a held descriptor only the start time
@@ -304,7 +307,7 @@ func bumpPss(t *testing.T, s string) string {
 	return ""
 }
 
-func itoa(n int) string { return string(strconvAppendInt(nil, n)) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func atoi(s string) int {
 	n := 0
