@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
@@ -201,15 +202,14 @@ func parseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// recordScanner is what record samples with. sample.Scanner walks every
-// process each time; the live view's sampling engine (internal/engine)
-// has the same Scan contract and could be swapped in.
+// recordScanner is what record samples with: the sampling engine
+// (internal/engine), incremental as for the live view.
 type recordScanner interface {
 	Scan(*sample.Snapshot) error
 	Close() error
 }
 
-var newRecordScanner = func(opt sample.Options) (recordScanner, error) { return sample.NewScanner(opt) }
+var newRecordScanner = func(opt engine.Options) (recordScanner, error) { return engine.New(opt) }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("memwho record", recordUsage, stderr)
@@ -250,7 +250,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer procFS.Close()
-	sc, err := newRecordScanner(sample.Options{
+	sc, err := newRecordScanner(engine.Options{
 		FS:            procFS,
 		Fast:          f.fast,
 		NeedStartTime: true,

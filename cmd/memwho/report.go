@@ -248,7 +248,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return err
 		}
 	}
-	sc, err := sample.NewScanner(sample.Options{
+	sc, err := engine.New(engine.Options{
+		OneShot:    true,
 		FS:         procFS,
 		Fast:       f.fast,
 		NeedUID:    plan.hasUID || plan.by == sample.ByUser,
