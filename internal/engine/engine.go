@@ -1,10 +1,20 @@
-// Package engine samples the memory of every process periodically, at a
-// fraction of the cost of walking every page table on every tick.
+// Package engine is memwho's one sampler: it reads the processes of a
+// procfs tree into a [sample.Snapshot], for a report once and for watch,
+// serve and record periodically, at a fraction of the cost of walking
+// every page table on every tick.
 //
-// An [Engine] fills the same [sample.Snapshot] a report's
-// [sample.Scanner] fills, with the same figures and names (it reuses
-// package sample's rules), so a live view can use either. What differs is
-// how often each process's smaps_rollup is read.
+// Package sample holds the data model and the rules (Process, Snapshot,
+// naming, grouping, ExactFigures and EstimateFigures); this package holds
+// the one way to read one process (read.go) and the policy of when to
+// read it again. The sampler lives here rather than in package sample
+// because the incremental policy needs state sample has no business
+// with (held descriptors, per-process records, socket counting), while
+// a one-shot scan is the policy's simplest case: with Options.OneShot
+// every Scan reads every process once, the cheapest PID-reuse-safe way
+// (smaps_rollup held and read last, see read.go), and keeps nothing.
+//
+// The rest of this documentation is about the incremental policy, the
+// zero value of Options.
 //
 // # How a tick works
 //
@@ -12,8 +22,9 @@
 // under its mm lock, about 10x the cost of any other /proc file. So the
 // engine reads it only when it has reason to believe the figures moved:
 //
-//   - A process seen for the first time is read in full (stat, status,
-//     smaps_rollup, exe, cmdline, cgroup), like a report reads it.
+//   - A process seen for the first time is read in full, as a report
+//     reads it (read.go), plus its stat for the start time that identifies
+//     it and a statm descriptor kept open.
 //   - Every later tick reads only /proc/PID/statm, through a descriptor the
 //     engine keeps open (one pread per process, no path lookup). statm
 //     holds the resident set size and its file-backed and shmem part, in
@@ -95,7 +106,7 @@ import (
 )
 
 // Options configures an Engine. The zero value (with FS set) samples
-// every process with exact figures.
+// every process with exact figures, incrementally.
 type Options struct {
 	// FS is the procfs tree to read, opened and checked once by the
 	// caller, who keeps it open while the Engine is in use.
