@@ -333,3 +333,23 @@ func TestTickAllocs(t *testing.T) {
 		t.Errorf("a steady tick allocates %.1f times, want at most 8", n)
 	}
 }
+
+// TestUnheldKernelSteady: without descriptors, kernel threads and zombies
+// are told apart from a PID's next process by their start time, so a
+// second tick finds them known, not new (nor gone).
+func TestUnheldKernelSteady(t *testing.T) {
+	for _, fx := range []string{"kernel-thread", "zombie", "leader-exited"} {
+		for _, fast := range []bool{false, true} {
+			root := proctest.Root(t, "../proc/testdata/"+fx+".txtar")
+			e := newEngine(t, Options{FS: fstest.Open(t, root), MaxHeld: -1, FullEvery: 1000, Fast: fast})
+			var snap sample.Snapshot
+			e.Scan(&snap)
+			kernel, procs := snap.Kernel, len(snap.Procs)
+			e.Scan(&snap)
+			if st := e.Stats(); len(e.walks) != 0 || snap.Gone != 0 || snap.Kernel != kernel || len(snap.Procs) != procs {
+				t.Errorf("%s fast=%v: tick 2 read %d again (%+v), gone %d kernel %d procs %d, want 0 0 %d %d",
+					fx, fast, len(e.walks), st, snap.Gone, snap.Kernel, len(snap.Procs), kernel, procs)
+			}
+		}
+	}
+}

@@ -62,7 +62,10 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 
 // readOnce is one attempt of read, through rc.tid when it is set.
 func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
-	if !e.opt.Fast {
+	// A process whose walk was refused last time is read the anchored
+	// way at once, which tries the walk again: holding smaps_rollup
+	// would only be refused a second time.
+	if !e.opt.Fast && (first || rc.st != stDenied) {
 		if st, ok := e.readHeld(w, rc, names, first); ok {
 			return st
 		}
@@ -350,10 +353,12 @@ func (e *Engine) readStat(w *worker, rc *record, first bool) state {
 	if !first && w.st.StartTime != rc.start {
 		return stGone // the PID was reused
 	}
+	// A kernel thread's start time is kept too: without a descriptor,
+	// its record is told from a PID's next process by it every tick.
+	rc.start = w.st.StartTime
 	if w.st.Kthread() {
 		return stKernel
 	}
-	rc.start = w.st.StartTime
 	rc.p.PPID, rc.p.StartTime = w.st.PPid, w.st.StartTime
 	return stExact
 }
