@@ -544,7 +544,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 			rc.p.Cause = sample.CauseMalformed
 		}
 		e.name(rc, tick)
-		if rc.fd < 0 {
+		if rc.fd < 0 && !e.opt.OneShot {
 			e.stats.Unheld++
 		}
 		snap.Procs = append(snap.Procs, rc.p)
