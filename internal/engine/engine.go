@@ -143,7 +143,8 @@ type Options struct {
 	NeedStartTime bool
 	// PIDs, when not empty, restricts sampling to these processes.
 	PIDs []int
-	// Workers bounds the parallel readers; 0 means twice GOMAXPROCS.
+	// Workers bounds the parallel readers; 0 means GOMAXPROCS, twice
+	// that for OneShot.
 	Workers int
 	// MaxHeld bounds the statm descriptors kept open between ticks (one
 	// per process). 0 means half of RLIMIT_NOFILE, negative none;
@@ -353,12 +354,17 @@ func New(opt Options) (*Engine, error) {
 	fs := opt.FS
 	n := opt.Workers
 	if n <= 0 {
-		// Nearly all of a scan is time in the kernel, inside reads. With
-		// one reader per core the cores still idle between reads (a
-		// 2-core VM, 1000 processes: 1.65-1.7 CPUs busy); a second
-		// reader per core kept them busier (1.8-1.9) and cut the wall
-		// time by about 12% at the same CPU time.
-		n = 2 * runtime.GOMAXPROCS(0)
+		n = runtime.GOMAXPROCS(0)
+		if opt.OneShot {
+			// Nearly all of a full walk is time in the kernel, inside
+			// reads. With one reader per core the cores still idle
+			// between reads (a 2-core VM, 1000 processes: 1.65-1.7
+			// CPUs busy); a second reader per core kept them busier
+			// (1.8-1.9) and cut the wall time by about 12% at the
+			// same CPU time. A tick is mostly one statm read per
+			// process, where more goroutines only cost more.
+			n *= 2
+		}
 	}
 	e := &Engine{opt: opt, fs: fs, byPID: make(map[int]int32)}
 	e.maxHeld = int64(opt.MaxHeld)
@@ -455,7 +461,16 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	if !slices.IsSorted(e.pids) {
 		slices.Sort(e.pids)
 	}
-	e.work = e.work[:0]
+	// Size everything once for the listing rather than growing it by
+	// doubling: a report's one scan pays for every growth.
+	n := len(e.pids)
+	if e.opt.OneShot && len(e.byPID) == 0 && len(e.recs) == 0 && cap(e.recs) < n {
+		e.byPID = make(map[int]int32, n+n/8)
+		e.recs = make([]record, 0, n+n/8)
+	}
+	e.work = slices.Grow(e.work[:0], n)
+	snap.Procs = slices.Grow(snap.Procs, n)
+	e.details = slices.Grow(e.details[:0], n)
 	for _, pid := range e.pids {
 		i, ok := e.byPID[pid]
 		if !ok {
