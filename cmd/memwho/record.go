@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/record"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
@@ -96,7 +97,7 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 
 // newRecordScanner is what record samples with (a variable: tests swap
 // in a scanner of their own).
-var newRecordScanner = func(opt sample.Options) (record.Scanner, error) { return sample.NewScanner(opt) }
+var newRecordScanner = func(opt engine.Options) (record.Scanner, error) { return engine.New(opt) }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("memwho record")
@@ -128,7 +129,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer procFS.Close()
-	sc, err := newRecordScanner(sample.Options{
+	sc, err := newRecordScanner(engine.Options{
 		FS:            procFS,
 		Fast:          f.fast,
 		NeedStartTime: true,

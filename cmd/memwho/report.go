@@ -174,7 +174,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			warnings = append(warnings, w)
 		}
 	}
-	sc, err := sample.NewScanner(sample.Options{
+	sc, err := engine.New(engine.Options{
+		OneShot:    true,
 		FS:         procFS,
 		Fast:       f.fast,
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,

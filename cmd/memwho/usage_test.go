@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/cli"
 )
 
 // TestHelpOnce: usage asked for goes to stdout only, once, with exit 0,
@@ -81,13 +83,13 @@ func TestIntervalSeconds(t *testing.T) {
 		{"1m", time.Minute},
 	} {
 		var d time.Duration
-		if err := (*secondsFlag)(&d).Set(tc.in); err != nil || d != tc.want {
+		if err := (*cli.Seconds)(&d).Set(tc.in); err != nil || d != tc.want {
 			t.Errorf("--interval %s = %v, %v; want %v", tc.in, d, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"0", "-1", "NaN", "Inf", "1e9", "x", ""} {
 		var d time.Duration
-		if err := (*secondsFlag)(&d).Set(bad); err == nil && d > 0 && bad != "0" {
+		if err := (*cli.Seconds)(&d).Set(bad); err == nil && d > 0 && bad != "0" {
 			t.Errorf("--interval %q accepted as %v", bad, d)
 		}
 	}

@@ -31,7 +31,7 @@ func BenchmarkTick(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			opt := bc.opt
-			opt.PIDs = g.PIDs
+			opt.FS, opt.PIDs = fstest.Open(b, "/proc"), g.PIDs
 			e, err := New(opt)
 			if err != nil {
 				b.Fatal(err)
@@ -49,7 +49,7 @@ func BenchmarkTick(b *testing.B) {
 		})
 	}
 	b.Run("report-scan", func(b *testing.B) {
-		sc, err := sample.NewScanner(sample.Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs})
+		sc, err := New(Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs, OneShot: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func (c *connCounter) close() { c.src.Close() }
 
 // CountConns fills Process.Conns of every process of snap with its
 // ESTABLISHED TCP sockets and sets snap.ConnsOK: for a report's one-off
-// scan (sample.Scanner), where the engine's own counting (Options.Conns)
+// scan (Options.OneShot), where the engine's own counting (Options.Conns)
 // does not run. It returns how many processes' /proc/PID/fd could not be
 // read (permission); they count 0.
 func CountConns(fs *proc.FS, snap *sample.Snapshot) (denied int, err error) {

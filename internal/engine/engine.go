@@ -1,10 +1,20 @@
-// Package engine samples the memory of every process periodically, at a
-// fraction of the cost of walking every page table on every tick.
+// Package engine is memwho's one sampler: it reads the processes of a
+// procfs tree into a [sample.Snapshot], for a report once and for watch,
+// serve and record periodically, at a fraction of the cost of walking
+// every page table on every tick.
 //
-// An [Engine] fills the same [sample.Snapshot] a report's
-// [sample.Scanner] fills, with the same figures and names (it reuses
-// package sample's rules), so a live view can use either. What differs is
-// how often each process's smaps_rollup is read.
+// Package sample holds the data model and the rules (Process, Snapshot,
+// naming, grouping, ExactFigures and EstimateFigures); this package holds
+// the one way to read one process (read.go) and the policy of when to
+// read it again. The sampler lives here rather than in package sample
+// because the incremental policy needs state sample has no business
+// with (held descriptors, per-process records, socket counting), while
+// a one-shot scan is the policy's simplest case: with Options.OneShot
+// every Scan reads every process once, the cheapest PID-reuse-safe way
+// (smaps_rollup held and read last, see read.go), and keeps nothing.
+//
+// The rest of this documentation is about the incremental policy, the
+// zero value of Options.
 //
 // # How a tick works
 //
@@ -12,8 +22,9 @@
 // under its mm lock, about 10x the cost of any other /proc file. So the
 // engine reads it only when it has reason to believe the figures moved:
 //
-//   - A process seen for the first time is read in full (stat, status,
-//     smaps_rollup, exe, cmdline, cgroup), like a report reads it.
+//   - A process seen for the first time is read in full, as a report
+//     reads it (read.go), plus its stat for the start time that identifies
+//     it and a statm descriptor kept open.
 //   - Every later tick reads only /proc/PID/statm, through a descriptor the
 //     engine keeps open (one pread per process, no path lookup). statm
 //     holds the resident set size and its file-backed and shmem part, in
@@ -83,6 +94,7 @@ package engine
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -94,7 +106,7 @@ import (
 )
 
 // Options configures an Engine. The zero value (with FS set) samples
-// every process with exact figures.
+// every process with exact figures, incrementally.
 type Options struct {
 	// FS is the procfs tree to read, opened and checked once by the
 	// caller, who keeps it open while the Engine is in use.
@@ -107,6 +119,13 @@ type Options struct {
 	// within d/WalkBudget. 0 means DefaultWalkBudget; a negative value
 	// disables the budget.
 	WalkBudget float64
+	// OneShot makes every Scan a full walk that keeps nothing between
+	// scans: each process is read once, as cheaply as PID-reuse safety
+	// allows (see read.go), with no statm check, no descriptor held and
+	// no record kept. It is the policy of a report. FullEvery,
+	// WalkBudget and MaxHeld do not apply, and Details and Stats describe
+	// the last Scan alone.
+	OneShot bool
 	// Fast never reads smaps_rollup: figures are RSS-based estimates from
 	// status, as with the report's --fast.
 	Fast bool
@@ -114,9 +133,18 @@ type Options struct {
 	NeedUID bool
 	// NeedCgroup fills Process.Cgroup.
 	NeedCgroup bool
+	// NoNames skips what only program names need (comm, the exe link,
+	// cmdline): for groupings by user or cgroup. Name, Comm, Exe and
+	// Script stay empty.
+	NoNames bool
+	// NeedStartTime fills Process.StartTime and PPID for a OneShot
+	// sampler (one scan is consistent without them); an incremental one
+	// always fills them, they identify its records.
+	NeedStartTime bool
 	// PIDs, when not empty, restricts sampling to these processes.
 	PIDs []int
-	// Workers bounds the parallel readers; 0 means GOMAXPROCS.
+	// Workers bounds the parallel readers; 0 means GOMAXPROCS, twice
+	// that for OneShot.
 	Workers int
 	// MaxHeld bounds the statm descriptors kept open between ticks (one
 	// per process). 0 means half of RLIMIT_NOFILE, negative none;
@@ -204,6 +232,9 @@ type Engine struct {
 	opt     Options
 	fs      *proc.FS
 	workers []*worker
+	// noRollup is set once smaps_rollup turns out to be missing (kernels
+	// before 4.14), so later processes go straight to smaps.
+	noRollup atomic.Bool
 
 	tick      uint64
 	forceFull bool
@@ -262,7 +293,7 @@ type record struct {
 
 	// ref is statm as read just before the last walk: a later statm
 	// that differs means the figures moved.
-	ref statm
+	ref proc.Statm
 
 	// due is the tick by which the process must be walked again;
 	// namesDue the one by which its names must be read again.
@@ -278,25 +309,30 @@ type record struct {
 	// Per tick.
 	seen     uint64
 	act      action
-	full     bool  // ForceFull: read names too
-	moved    bool  // statm moved (resident or shared)
-	execed   bool  // statm text moved
-	walked   bool  // figures read this tick
-	deferred bool  // due, but over its cost budget
-	now      statm // statm read this tick
+	full     bool       // ForceFull: read names too
+	moved    bool       // statm moved (resident or shared)
+	execed   bool       // statm text moved
+	walked   bool       // figures read this tick
+	deferred bool       // due, but over its cost budget
+	now      proc.Statm // statm read this tick
 }
 
 type worker struct {
-	r     *proc.Reader
-	how   unix.OpenHow // scratch for proc.FS.OpenAt
-	st    proc.Stat
-	ss    proc.Status
-	ru    proc.Rollup
-	link  []byte
-	name  []byte
-	buf   [256]byte
-	names map[string]string
-	// tids and tidbuf list a process's threads (toThread).
+	r    *proc.Reader
+	st   proc.Stat
+	ss   proc.Status
+	ru   proc.Rollup
+	link []byte
+	// exe and exeErr hold the last exe link read (exe aliases link).
+	exe    []byte
+	exeErr error
+	name   []byte
+	buf    [256]byte // statm
+	names  map[string]string
+	// threads is the thread count status gave for a process without an
+	// address space, -1 when status did not tell (liveThread).
+	threads int
+	// tids and tidbuf list a process's threads (liveThread).
 	tids   []int
 	tidbuf []byte
 	// walkTime sums this worker's smaps_rollup read times in a tick.
@@ -304,7 +340,7 @@ type worker struct {
 	fdc      *sockdiag.FDCounter // with Options.Conns
 }
 
-// New opens the procfs tree at opt.Root.
+// New returns a sampler of the tree opt.FS.
 func New(opt Options) (*Engine, error) {
 	if opt.FS == nil {
 		return nil, errors.New("engine: no procfs tree given")
@@ -318,11 +354,23 @@ func New(opt Options) (*Engine, error) {
 	fs := opt.FS
 	n := opt.Workers
 	if n <= 0 {
-		n = max(1, runtimeProcs())
+		n = runtime.GOMAXPROCS(0)
+		if opt.OneShot {
+			// Nearly all of a full walk is time in the kernel, inside
+			// reads. With one reader per core the cores still idle
+			// between reads (a 2-core VM, 1000 processes: 1.65-1.7
+			// CPUs busy); a second reader per core kept them busier
+			// (1.8-1.9) and cut the wall time by about 12% at the
+			// same CPU time. A tick is mostly one statm read per
+			// process, where more goroutines only cost more.
+			n *= 2
+		}
 	}
 	e := &Engine{opt: opt, fs: fs, byPID: make(map[int]int32)}
 	e.maxHeld = int64(opt.MaxHeld)
-	if e.maxHeld == 0 {
+	if opt.OneShot {
+		e.maxHeld = -1
+	} else if e.maxHeld == 0 {
 		var rl unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
 			e.maxHeld = int64(rl.Cur / 2)
@@ -380,10 +428,15 @@ func (e *Engine) Stats() Stats { return e.stats }
 // figures. The slice is reused by the next Scan.
 func (e *Engine) Details() []Detail { return e.details }
 
-// Scan runs one tick and fills snap, reusing snap.Procs: the contract of
-// [sample.Scanner.Scan]. StartTime and PPID are always filled.
+// Scan runs one tick and fills snap, reusing snap.Procs, sorted by PID.
+// An incremental sampler always fills StartTime and PPID.
 func (e *Engine) Scan(snap *sample.Snapshot) error {
 	start := time.Now()
+	if e.opt.OneShot {
+		// Forget the last scan: every process is new.
+		clear(e.byPID)
+		e.recs, e.free = e.recs[:0], e.free[:0]
+	}
 	e.tick++
 	tick := e.tick
 	full := e.forceFull
@@ -408,7 +461,16 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	if !slices.IsSorted(e.pids) {
 		slices.Sort(e.pids)
 	}
-	e.work = e.work[:0]
+	// Size everything once for the listing rather than growing it by
+	// doubling: a report's one scan pays for every growth.
+	n := len(e.pids)
+	if e.opt.OneShot && len(e.byPID) == 0 && len(e.recs) == 0 && cap(e.recs) < n {
+		e.byPID = make(map[int]int32, n+n/8)
+		e.recs = make([]record, 0, n+n/8)
+	}
+	e.work = slices.Grow(e.work[:0], n)
+	snap.Procs = slices.Grow(snap.Procs, n)
+	e.details = slices.Grow(e.details[:0], n)
 	for _, pid := range e.pids {
 		i, ok := e.byPID[pid]
 		if !ok {
@@ -435,7 +497,89 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		e.check(w, rc)
 	})
 
-	// Phase 2: decide who is re-walked.
+	// Phase 2: decide who is re-walked, and phase 3: walk. A OneShot
+	// sampler read every process in phase 1 and has nothing to add.
+	if !e.opt.OneShot {
+		e.plan(tick, full, start)
+		e.parallel(e.walks, func(w *worker, rc *record) {
+			if rc.act == actNew {
+				e.readNew(w, rc, start)
+				return
+			}
+			e.rewalk(w, rc, start)
+		})
+	}
+	for _, w := range e.workers {
+		e.stats.WalkTime += w.walkTime
+		w.walkTime = 0
+	}
+	for _, i := range e.work {
+		if rc := &e.recs[i]; rc.act == actNew && rc.walked {
+			e.stats.New++
+		}
+	}
+
+	// Phase 4: count connections, collect, name.
+	if c := e.conns; c != nil {
+		e.stats.ConnsErr = c.dump()
+		e.stats.ConnsProcNet = c.src.ProcNet
+		if e.stats.ConnsErr == nil {
+			e.parallel(e.work, func(w *worker, rc *record) {
+				if rc.st <= stMalformed {
+					c.count(w, rc)
+				}
+			})
+			e.stats.ConnsDenied = int(c.denied.Load())
+		}
+	}
+	e.details = e.details[:0]
+	for _, i := range e.work {
+		rc := &e.recs[i]
+		switch rc.st {
+		case stGone:
+			snap.Gone++
+			e.drop(i)
+			continue
+		case stKernel:
+			snap.Kernel++
+			continue
+		case stBroken:
+			snap.Broken++
+			continue
+		case stDenied:
+			snap.Denied++
+		case stMalformed:
+			snap.Malformed++
+		}
+		rc.p.Cause = sample.CauseNone
+		switch rc.st {
+		case stDenied:
+			rc.p.Cause = sample.CauseDenied
+		case stMalformed:
+			rc.p.Cause = sample.CauseMalformed
+		}
+		e.name(rc, tick)
+		if rc.fd < 0 && !e.opt.OneShot {
+			e.stats.Unheld++
+		}
+		snap.Procs = append(snap.Procs, rc.p)
+		e.details = append(e.details, Detail{
+			PID: rc.pid, StartTime: rc.start, SampledAt: rc.sampledAt,
+			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred, Bound: rc.bound,
+		})
+	}
+	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil
+
+	sample.ReadMeminfo(e.workers[0].r, &e.meminfo, snap)
+	e.stats.Duration = time.Since(start)
+	return nil
+}
+
+// plan decides which known processes the tick re-walks, into e.walks:
+// those whose PID now names a new process, whose statm moved, whose child
+// appeared or exited, or whose forced walk is due, within their cost
+// budget unless full.
+func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 	e.walks = e.walks[:0]
 	for _, i := range e.work {
 		rc := &e.recs[i]
@@ -514,78 +658,6 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		}
 	}
 
-	// Phase 3: walk.
-	e.parallel(e.walks, func(w *worker, rc *record) {
-		if rc.act == actNew {
-			e.readNew(w, rc, start)
-			return
-		}
-		e.rewalk(w, rc, start)
-	})
-	for _, w := range e.workers {
-		e.stats.WalkTime += w.walkTime
-		w.walkTime = 0
-	}
-	for _, i := range e.work {
-		if rc := &e.recs[i]; rc.act == actNew && rc.walked {
-			e.stats.New++
-		}
-	}
-
-	// Phase 4: count connections, collect, name.
-	if c := e.conns; c != nil {
-		e.stats.ConnsErr = c.dump()
-		e.stats.ConnsProcNet = c.src.ProcNet
-		if e.stats.ConnsErr == nil {
-			e.parallel(e.work, func(w *worker, rc *record) {
-				if rc.st <= stMalformed {
-					c.count(w, rc)
-				}
-			})
-			e.stats.ConnsDenied = int(c.denied.Load())
-		}
-	}
-	e.details = e.details[:0]
-	for _, i := range e.work {
-		rc := &e.recs[i]
-		switch rc.st {
-		case stGone:
-			snap.Gone++
-			e.drop(i)
-			continue
-		case stKernel:
-			snap.Kernel++
-			continue
-		case stBroken:
-			snap.Broken++
-			continue
-		case stDenied:
-			snap.Denied++
-		case stMalformed:
-			snap.Malformed++
-		}
-		rc.p.Cause = sample.CauseNone
-		switch rc.st {
-		case stDenied:
-			rc.p.Cause = sample.CauseDenied
-		case stMalformed:
-			rc.p.Cause = sample.CauseMalformed
-		}
-		e.name(rc, tick)
-		if rc.fd < 0 {
-			e.stats.Unheld++
-		}
-		snap.Procs = append(snap.Procs, rc.p)
-		e.details = append(e.details, Detail{
-			PID: rc.pid, StartTime: rc.start, SampledAt: rc.sampledAt,
-			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred, Bound: rc.bound,
-		})
-	}
-	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil
-
-	sample.ReadMeminfo(e.workers[0].r, &e.meminfo, snap)
-	e.stats.Duration = time.Since(start)
-	return nil
 }
 
 // relate marks the record of pid (a parent) for a re-walk this tick.
@@ -649,7 +721,7 @@ func (e *Engine) parallel(idx []int32, f func(w *worker, rc *record)) {
 	if n == 0 {
 		return
 	}
-	sample.ForEach(e.workers, n, func(w *worker, j int) {
+	forEach(e.workers, n, func(w *worker, j int) {
 		f(w, &e.recs[idx[j]])
 		w.r.Close()
 	})

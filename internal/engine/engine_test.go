@@ -4,6 +4,7 @@ import (
 	"github.com/memwho/memwho/internal/proc/fstest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,9 +24,11 @@ func newEngine(t *testing.T, opt Options) *Engine {
 	return e
 }
 
-func scanner(t *testing.T, opt sample.Options) *sample.Snapshot {
+// scanner scans once as a report does (OneShot).
+func scanner(t *testing.T, opt Options) *sample.Snapshot {
 	t.Helper()
-	s, err := sample.NewScanner(opt)
+	opt.OneShot = true
+	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func scanner(t *testing.T, opt sample.Options) *sample.Snapshot {
 }
 
 // TestMatchesScanner checks that a first tick gives, on every captured
-// tree, exactly what a report's scan gives: same processes, figures,
+// tree, exactly what a report's scan (OneShot) gives: same processes, figures,
 // names and counters.
 func TestMatchesScanner(t *testing.T) {
 	for _, fx := range fixtures {
@@ -65,9 +68,9 @@ func TestMatchesScanner(t *testing.T) {
 				// times and parents, which a scan that asks for them
 				// gives (it drops a process whose stat is unparsable,
 				// which the engine and the report keep).
-				want := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedUID: opt.NeedUID,
+				want := scanner(t, Options{FS: fstest.Open(t, root), NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
-				withStart := scanner(t, sample.Options{FS: fstest.Open(t, root), NeedStartTime: true, NeedUID: opt.NeedUID,
+				withStart := scanner(t, Options{FS: fstest.Open(t, root), NeedStartTime: true, NeedUID: opt.NeedUID,
 					NeedCgroup: opt.NeedCgroup, Fast: opt.Fast})
 				if opt.MaxHeld < 0 {
 					// Without a held descriptor only the start time
@@ -304,7 +307,7 @@ func bumpPss(t *testing.T, s string) string {
 	return ""
 }
 
-func itoa(n int) string { return string(strconvAppendInt(nil, n)) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func atoi(s string) int {
 	n := 0
@@ -328,5 +331,25 @@ func TestTickAllocs(t *testing.T) {
 	t.Logf("%.1f allocations per tick", n)
 	if n > 8 {
 		t.Errorf("a steady tick allocates %.1f times, want at most 8", n)
+	}
+}
+
+// TestUnheldKernelSteady: without descriptors, kernel threads and zombies
+// are told apart from a PID's next process by their start time, so a
+// second tick finds them known, not new (nor gone).
+func TestUnheldKernelSteady(t *testing.T) {
+	for _, fx := range []string{"kernel-thread", "zombie", "leader-exited"} {
+		for _, fast := range []bool{false, true} {
+			root := proctest.Root(t, "../proc/testdata/"+fx+".txtar")
+			e := newEngine(t, Options{FS: fstest.Open(t, root), MaxHeld: -1, FullEvery: 1000, Fast: fast})
+			var snap sample.Snapshot
+			e.Scan(&snap)
+			kernel, procs := snap.Kernel, len(snap.Procs)
+			e.Scan(&snap)
+			if st := e.Stats(); len(e.walks) != 0 || snap.Gone != 0 || snap.Kernel != kernel || len(snap.Procs) != procs {
+				t.Errorf("%s fast=%v: tick 2 read %d again (%+v), gone %d kernel %d procs %d, want 0 0 %d %d",
+					fx, fast, len(e.walks), st, snap.Gone, snap.Kernel, len(snap.Procs), kernel, procs)
+			}
+		}
 	}
 }

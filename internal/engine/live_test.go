@@ -65,7 +65,7 @@ func TestLiveMatchesScanner(t *testing.T) {
 		if err := e.Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		want := scanner(t, sample.Options{FS: fstest.Open(t, "/proc"), PIDs: pids, NeedStartTime: true, NeedUID: true})
+		want := scanner(t, Options{FS: fstest.Open(t, "/proc"), PIDs: pids, NeedStartTime: true, NeedUID: true})
 		if len(got.Procs) != len(want.Procs) {
 			t.Fatalf("tick %d: procs %d, want %d", tick, len(got.Procs), len(want.Procs))
 		}

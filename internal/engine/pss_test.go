@@ -23,7 +23,7 @@ const benchEnv = "MEMWHO_ENGINE_BENCH"
 // Processes come in groups of 10 sharing one file; each tick a random
 // tenth of all processes map or unmap their group's file, which moves
 // the PSS of their group mates without touching the mates' statm. After
-// every engine tick a report's full walk (sample.Scanner) gives the true
+// every engine tick a report's full walk (OneShot) gives the true
 // figures, and
 //
 //   - every figure the engine walked this tick must be true;
@@ -53,7 +53,7 @@ func TestPSSErrorBound(t *testing.T) {
 
 	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
 	full := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
-	sc, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, NeedStartTime: true})
+	sc, err := New(Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, NeedStartTime: true, OneShot: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"errors"
-	"runtime"
+	"strings"
 	"time"
 
 	"github.com/memwho/memwho/internal/proc"
@@ -10,77 +10,404 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file reads processes. Like package proc's readers it must not
-// allocate in steady state: a tick of an unchanged host allocates nothing
-// (see TestTickAllocs).
+// This file is the one way memwho reads one process. Like package proc's
+// readers it must not allocate in steady state: a tick of an unchanged
+// host allocates nothing per process (see TestTickAllocs).
+//
+// Every read of a process must describe one process even if its PID is
+// reused meanwhile. An open /proc/PID file is bound to the process it was
+// opened for, which gives four anchors, cheapest first:
+//
+//   - the held statm descriptor of an incremental sampler: a read through
+//     it after all the others proves they saw the process it was opened
+//     for (record.fd, confirm);
+//   - smaps_rollup opened first and read last (readHeld): a successful
+//     last read proves the process lived, and kept its PID, throughout;
+//   - the /proc/PID directory held and every file read through it
+//     (readAnchored, when smaps_rollup cannot come last);
+//   - without a descriptor from an earlier read, the start time in stat,
+//     compared with the one recorded at the first read.
+//
+// A single file read alone (status for --fast) needs none.
 
-// statm holds the fields of /proc/PID/statm the engine compares, in pages.
-type statm struct {
-	resident uint64 // field 2: resident set size
-	shared   uint64 // field 3: resident file-backed and shmem pages
-	text     uint64 // field 4: the executable's text, which only exec changes
-	ok       bool   // parsed
-}
-
-// zero reports whether the process has no address space (kernel thread,
-// zombie): the kernel prints statm as zeros then.
-func (s statm) zero() bool { return s.ok && s.resident == 0 && s.shared == 0 && s.text == 0 }
-
-// parseStatm parses "size resident shared text lib data dt\n".
-func parseStatm(b []byte) statm {
-	var f [4]uint64
-	i := 0
-	for k := range f {
-		for i < len(b) && b[i] == ' ' {
-			i++
-		}
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			f[k] = f[k]*10 + uint64(b[i]-'0')
-			i++
-			n++
-		}
-		if n == 0 || n > 19 {
-			return statm{}
+// read reads rc's process: its figures always, and with names its
+// identity and names too (stat, comm or status, the exe link, cmdline,
+// cgroup). first says that nothing is known of the process yet. It sets
+// rc.st to what the read came to.
+func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
+	w.threads = -1
+	st := e.readOnce(w, rc, names, first)
+	if st == stKernel && rc.tid == 0 && e.toThread(w, rc) {
+		// A kernel thread or zombie, or a process whose main thread
+		// exited while others run on: read it through one of them
+		// from now on.
+		st = e.readOnce(w, rc, names, first)
+	}
+	if names {
+		rc.namesRead = true
+	}
+	if st == stExact || st == stEstimate || st == stDenied || st == stMalformed {
+		if rc.now.Zero() {
+			// statm read before the walk saw no address space: the
+			// process was exiting.
+			st = stKernel
+		} else {
+			rc.ref = rc.now
+			rc.sampledAt = now
+			rc.walked = true
 		}
 	}
-	return statm{resident: f[1], shared: f[2], text: f[3], ok: true}
+	rc.st = st
 }
 
-// preadStatm reads the held statm descriptor fd from its start: procfs
-// prints the file again for a read at offset 0. It returns proc.ErrGone
-// once the process it was opened for has exited.
-func preadStatm(fd int, buf []byte) (statm, error) {
-	for {
-		n, err := unix.Pread(fd, buf, 0)
-		if err == unix.EINTR {
-			continue
+// readOnce is one attempt of read, through rc.tid when it is set.
+func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
+	// A process whose walk was refused last time is read the anchored
+	// way at once, which tries the walk again: holding smaps_rollup
+	// would only be refused a second time.
+	if !e.opt.Fast && (first || rc.st != stDenied) {
+		if st, ok := e.readHeld(w, rc, names, first); ok {
+			return st
 		}
+	}
+	return e.readAnchored(w, rc, names, first)
+}
+
+// point aims w.r at rc's process, or at its thread rc.tid, by path, or
+// with dir set by holding its directory.
+func point(w *worker, rc *record, dir bool) error {
+	switch {
+	case dir && rc.tid == 0:
+		return w.r.Open(rc.pid)
+	case dir:
+		return w.r.OpenTask(rc.pid, rc.tid)
+	case rc.tid == 0:
+		w.r.Select(rc.pid)
+	default:
+		w.r.SelectTask(rc.pid, rc.tid)
+	}
+	return nil
+}
+
+// readHeld reads an exact process with smaps_rollup read last, through a
+// descriptor opened first, and every other file read by path: two
+// syscalls fewer than holding the directory, which makes it the path of
+// nearly every process. ok is false when the process has to be read again
+// by readAnchored: its smaps_rollup was refused or unreadable, and
+// status-based estimates follow.
+func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, ok bool) {
+	r := w.r
+	point(w, rc, false)
+	var err error
+	if e.noRollup.Load() {
+		err = r.Hold("smaps\x00")
+	} else if err = r.Hold("smaps_rollup\x00"); err == proc.ErrNotExist {
+		// No smaps_rollup: a kernel before 4.14, or no process.
+		if err = r.Hold("smaps\x00"); err == nil {
+			e.noRollup.Store(true)
+		}
+	}
+	switch err {
+	case nil:
+	case proc.ErrNotExist, proc.ErrGone:
+		return stGone, true
+	default:
+		return 0, false
+	}
+	exeRead, noExe := false, false
+	if names && !e.opt.NoNames {
+		// The exe link first: kernel threads and zombies have none, and
+		// the held read then settles them before anything else is read
+		// for nothing (a host can have thousands of zombies).
+		w.exe, w.exeErr = r.Exe(w.link[:0])
+		exeRead, noExe = true, w.exeErr == proc.ErrNotExist
+	}
+	if !noExe {
+		if st := e.readRest(w, rc, names, first, false, exeRead); st != stExact {
+			return st, true
+		}
+	} else if first && e.needStart() {
+		// Even a kernel thread's start time is recorded: a record
+		// without a descriptor is told from a PID's next process by
+		// it every tick.
+		if st := e.readStat(w, rc, true); st != stExact {
+			return st, true
+		}
+	}
+	t0 := time.Now()
+	err = r.RollupHeld(&w.ru)
+	d := time.Since(t0)
+	switch err {
+	case nil:
+		if noExe {
+			// An address space without an exe link: rare enough to
+			// read again the slower way.
+			return 0, false
+		}
+		e.exact(w, rc, d)
+		return e.confirm(w, rc, stExact), true
+	case proc.ErrNoMM:
+		// Kernel threads and zombies have no address space; a process
+		// reaped since the open ends here too.
+		return stKernel, true
+	case proc.ErrGone, proc.ErrNotExist:
+		return stGone, true
+	}
+	return 0, false
+}
+
+// readAnchored reads a process whose smaps_rollup cannot be read last
+// (refused, malformed, or not read at all with --fast): through its
+// directory, which the kernel ties to the process it was opened for, or by
+// path when the held statm descriptor anchors the reads. --fast's first
+// read of a process that needs status alone reads just that, by path.
+func (e *Engine) readAnchored(w *worker, rc *record, names, first bool) state {
+	r := w.r
+	statusOnly := e.opt.Fast && first && e.opt.OneShot && !e.opt.NeedStartTime && !e.opt.NeedCgroup
+	if err := point(w, rc, rc.fd < 0 && !statusOnly); err != nil {
+		return stGone
+	}
+	st := stEstimate
+	if !e.opt.Fast {
+		var err error
+		t0 := time.Now()
+		if !e.noRollup.Load() {
+			err = r.SmapsRollup(&w.ru)
+			if err == proc.ErrNotExist {
+				if err = r.Smaps(&w.ru); err == nil {
+					e.noRollup.Store(true)
+				}
+			}
+		} else {
+			err = r.Smaps(&w.ru)
+		}
+		switch {
+		case err == nil:
+			st = stExact
+			e.exact(w, rc, time.Since(t0))
+		case err == proc.ErrNoMM:
+			return stKernel
+		case err == proc.ErrGone || err == proc.ErrNotExist:
+			return stGone
+		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge) || errors.Is(err, proc.ErrNotRegular):
+			st = stMalformed
+		default:
+			st = stDenied
+		}
+	}
+	if s := e.readRest(w, rc, names, first, st != stExact, false); s != stExact {
+		return s
+	}
+	return e.confirm(w, rc, st)
+}
+
+// exact fills rc's figures from the rollup just read, which took d.
+func (e *Engine) exact(w *worker, rc *record, d time.Duration) {
+	rc.cost = d
+	w.walkTime += d
+	sample.ExactFigures(&rc.p, &w.ru)
+	rc.bound = errorBound(&w.ru)
+}
+
+// confirm returns st if rc's held statm descriptor, when there is one,
+// can still be read: its process lived through every read before.
+func (e *Engine) confirm(w *worker, rc *record, st state) state {
+	if rc.fd >= 0 {
+		if _, err := proc.ReadStatmFD(rc.fd, w.buf[:]); err != nil {
+			return stGone
+		}
+	}
+	return st
+}
+
+// readRest reads everything but smaps_rollup, as little as the figures
+// and names need, because each extra file costs a fixed share of a small
+// process's smaps_rollup: a report's default reads comm and the exe link
+// besides; stat only for processes that need their parent for naming,
+// their start time, or to be told apart from a PID's next process;
+// status only for estimates and uids. With estimate set the figures come
+// from status. It returns stExact to go on, or the state that ends the
+// read. With exeRead set, the exe link was read already, into w.exe and
+// w.exeErr.
+func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead bool) state {
+	r := w.r
+	p := &rc.p
+	if names {
+		p.Exe, p.ExeDeleted, p.Script = "", false, ""
+	}
+	// Identity: a later read without a held descriptor checks the
+	// start time; a first read of an incremental sampler records it
+	// (and the parent, which names and fork detection use).
+	statRead, statBroken := false, false
+	if first && e.needStart() || !first && rc.fd < 0 {
+		if st := e.readStat(w, rc, first); st == stBroken && rc.fd >= 0 {
+			// The held descriptor identifies the process without a
+			// start time; the parent comes from status.
+			statBroken = true
+		} else if st != stExact {
+			return st
+		}
+		statRead = true
+	}
+	if first && rc.fd < 0 && !e.opt.OneShot {
+		// An incremental sampler without a descriptor for this
+		// process checks its statm by path from now on.
+		s, err := r.Statm()
 		if err != nil {
-			// ESRCH: the process exited, even if its PID lives on.
-			return statm{}, proc.ErrGone
+			return stGone
 		}
-		return parseStatm(buf[:n]), nil
+		rc.now = s
 	}
+
+	havePPID := statRead && !statBroken
+	if estimate || e.opt.NeedUID && (first || names) || statBroken && names {
+		if st := e.readStatus(w, p, names && !e.opt.NoNames, estimate); st != stExact {
+			return st
+		}
+		havePPID = true
+	} else if names && !e.opt.NoNames {
+		comm, err := r.Comm()
+		switch err {
+		case nil:
+		case proc.ErrGone:
+			return stGone
+		default:
+			return stBroken
+		}
+		p.Comm = w.intern(comm)
+	}
+	if !names {
+		return stExact
+	}
+	if e.opt.NoNames {
+		return e.readCgroup(w, p)
+	}
+
+	if !e.opt.Fast {
+		if !exeRead {
+			w.exe, w.exeErr = r.Exe(w.link[:0])
+		}
+		if w.exeErr == nil {
+			base, deleted := sample.ExeBase(w.exe)
+			p.Exe, p.ExeDeleted = w.intern(base), deleted
+		}
+	}
+	// ProgramName looks at the parent only when the executable's name
+	// does not start with the task name.
+	if !havePPID && p.Exe != "" && !strings.HasPrefix(p.Exe, p.Comm) {
+		if st := e.readStat(w, rc, first); st != stExact {
+			return st
+		}
+	}
+
+	if p.Exe == "" && !e.opt.Fast {
+		// No usable exe link: argv[0] may name the executable (see
+		// sample.ExeFromCmdline), and then the script too.
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
+			p.Exe = w.intern(sample.ExeFromCmdline(p.Comm, cl))
+			if sample.IsInterpreter(p.Exe) {
+				p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
+			}
+		case proc.ErrGone:
+			// Exited while being read.
+			return stGone
+		}
+	} else if sample.IsInterpreter(p.Exe) {
+		cl, err := r.Cmdline()
+		switch err {
+		case nil:
+			p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
+		case proc.ErrGone:
+			return stGone
+		}
+	}
+	return e.readCgroup(w, p)
 }
 
-// openStatm opens "PID/statm", or "PID/task/TID/statm" when tid is not
-// 0, beneath the procfs root under the tree's rules (proc.FS.OpenAt),
-// building the path in w.buf so that it does not allocate.
-func (e *Engine) openStatm(w *worker, pid, tid int) (int, error) {
-	p := strconvAppendInt(w.buf[:0], pid)
-	if tid != 0 {
-		p = append(p, "/task/"...)
-		p = strconvAppendInt(p, tid)
+// needStart reports whether a first read records the start time: always
+// for an incremental sampler (it identifies the process across ticks),
+// and when asked for.
+func (e *Engine) needStart() bool { return !e.opt.OneShot || e.opt.NeedStartTime }
+
+// readStat fills PPID and StartTime from stat: the leader's, whose start
+// time identifies the process, also when it is read through a thread (a
+// thread's stat has its own start time). A later read checks the start
+// time against the recorded one. It returns stExact to go on, or the
+// state that ends the read.
+func (e *Engine) readStat(w *worker, rc *record, first bool) state {
+	var err error
+	if rc.tid != 0 {
+		err = w.r.LeaderStat(&w.st)
+	} else {
+		err = w.r.Stat(&w.st)
 	}
-	p = append(p, "/statm\x00"...)
-	return e.fs.OpenAt(e.fs.Fd(), &p[0], false, &w.how)
+	switch err {
+	case nil:
+	case proc.ErrGone:
+		return stGone
+	default:
+		return stBroken
+	}
+	if !first && w.st.StartTime != rc.start {
+		return stGone // the PID was reused
+	}
+	// A kernel thread's start time is kept too: without a descriptor,
+	// its record is told from a PID's next process by it every tick.
+	rc.start = w.st.StartTime
+	if w.st.Kthread() {
+		return stKernel
+	}
+	rc.p.PPID, rc.p.StartTime = w.st.PPid, w.st.StartTime
+	return stExact
+}
+
+// readStatus reads status into w.ss and fills what it holds: uid,
+// parent, with comm set the task name, and with estimate set the
+// RSS-based figures. It returns stExact to go on, or the state that ends
+// the read.
+func (e *Engine) readStatus(w *worker, p *sample.Process, comm, estimate bool) state {
+	switch err := w.r.Status(&w.ss); err {
+	case nil:
+	case proc.ErrGone:
+		return stGone
+	default:
+		return stBroken
+	}
+	if !w.ss.HasMM {
+		// Tells liveThread whether another thread could hold the
+		// address space, without the statx.
+		w.threads = w.ss.Threads
+		return stKernel
+	}
+	p.UID, p.UIDKnown = w.ss.UID, true
+	p.PPID = w.ss.PPid
+	if comm {
+		p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
+	}
+	if estimate {
+		sample.EstimateFigures(p, &w.ss)
+	}
+	return stExact
+}
+
+// readCgroup fills Cgroup when asked for. It always returns stExact (go
+// on): a missing cgroup file leaves the group empty, it drops nothing.
+func (e *Engine) readCgroup(w *worker, p *sample.Process) state {
+	if e.opt.NeedCgroup {
+		p.Cgroup = ""
+		if cg, err := w.r.Cgroup(); err == nil {
+			p.Cgroup = w.intern(cg)
+		}
+	}
+	return stExact
 }
 
 // check reads rc's statm, through its held descriptor or by path.
 func (e *Engine) check(w *worker, rc *record) {
 	if rc.fd >= 0 {
-		s, err := preadStatm(rc.fd, w.buf[:])
+		s, err := proc.ReadStatmFD(rc.fd, w.buf[:])
 		if err != nil {
 			rc.st = stGone
 			return
@@ -100,72 +427,54 @@ func (e *Engine) check(w *worker, rc *record) {
 			// figures.
 			r.SelectTask(rc.pid, rc.tid)
 		}
-		b, err := r.ReadFile("statm\x00")
-		if err != nil {
-			rc.st = stGone
-			return
-		}
-		rc.now = parseStatm(b)
-	}
-	if rc.st == stKernel || rc.st == stBroken {
-		return
-	}
-	rc.moved = !rc.now.ok || rc.now.resident != rc.ref.resident || rc.now.shared != rc.ref.shared
-	rc.execed = rc.now.ok && rc.now.text != rc.ref.text
-}
-
-// readExe fills the executable's basename and whether it was deleted.
-func (e *Engine) readExe(w *worker, p *sample.Process) {
-	if link, err := w.r.Exe(w.link[:0]); err == nil {
-		base, deleted := sample.ExeBase(link)
-		p.Exe, p.ExeDeleted = w.intern(base), deleted
-	}
-}
-
-// readNew reads a process seen for the first time (or whose PID was
-// reused) in full, as a report reads it.
-func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
-	// The statm descriptor is opened first: it is bound to the process
-	// that had the PID at that moment, and a successful read after all
-	// the others proves that they read that same process.
-	rc.fd = -1
-	if e.held.Add(1) <= e.maxHeld {
-		fd, err := e.openStatm(w, rc.pid, 0)
-		if err != nil {
-			e.held.Add(-1)
-			rc.st = stGone
-			return
-		}
-		rc.fd = fd
-		s, err := preadStatm(fd, w.buf[:])
+		s, err := r.Statm()
 		if err != nil {
 			rc.st = stGone
 			return
 		}
 		rc.now = s
-	} else {
-		e.held.Add(-1)
 	}
-	r := w.r
-	if r.Open(rc.pid) != nil {
-		rc.st = stGone
+	if rc.st == stKernel || rc.st == stBroken {
 		return
 	}
-	if rc.fd < 0 {
-		b, err := r.ReadFile("statm\x00")
-		if err != nil {
-			rc.st = stGone
-			return
+	rc.moved = !rc.now.OK || rc.now.Resident != rc.ref.Resident || rc.now.Shared != rc.ref.Shared
+	rc.execed = rc.now.OK && rc.now.Text != rc.ref.Text
+}
+
+// readNew reads a process seen for the first time (or whose PID was
+// reused) in full.
+func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
+	rc.fd = -1
+	if !e.opt.OneShot {
+		// The statm descriptor is opened first: it is bound to the
+		// process that had the PID at that moment, and a successful
+		// read after all the others proves that they read that same
+		// process (confirm).
+		if e.held.Add(1) <= e.maxHeld {
+			w.r.Select(rc.pid)
+			fd, err := w.r.OpenStatm()
+			if err != nil {
+				e.held.Add(-1)
+				rc.st = stGone
+				return
+			}
+			rc.fd = fd
+			s, err := proc.ReadStatmFD(fd, w.buf[:])
+			if err != nil {
+				rc.st = stGone
+				return
+			}
+			rc.now = s
+		} else {
+			e.held.Add(-1)
 		}
-		rc.now = parseStatm(b)
+		k := uint64(e.opt.FullEvery)
+		// Spread the forced walks: this process's first one falls due
+		// within 1..K ticks, by PID.
+		rc.due = e.tick + k - uint64(rc.pid)%k
+		rc.namesDue = rc.due
 	}
 	rc.p = sample.Process{PID: rc.pid}
-	tick := e.tick
-	k := uint64(e.opt.FullEvery)
-	// Spread the forced walks: this process's first one falls due
-	// within 1..K ticks, by PID.
-	rc.due = tick + k - uint64(rc.pid)%k
-	rc.namesDue = rc.due
 	e.read(w, rc, true, true, now)
 }
 
@@ -174,11 +483,6 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 	names := rc.full || rc.act == actExec || rc.st == stBroken ||
 		rc.act == actForced && e.tick >= rc.namesDue
-	if rc.tid != 0 {
-		w.r.SelectTask(rc.pid, rc.tid)
-	} else {
-		w.r.Select(rc.pid)
-	}
 	e.read(w, rc, names, false, now)
 	rc.due = e.tick + uint64(e.opt.FullEvery)
 	if names {
@@ -186,225 +490,67 @@ func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 	}
 }
 
-// read reads rc's figures (and with names, its identity and names)
-// through w.r, which Open or Select has pointed at the process. first
-// says this is the process's first read.
-func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
-	r := w.r
-	p := &rc.p
-	if names || rc.fd < 0 {
-		switch err := e.stat(w, rc); {
-		case err == proc.ErrGone:
-			rc.st = stGone
-			return
-		case err != nil && rc.fd >= 0:
-			// The held descriptor identifies the process without a
-			// start time; the parent comes from status. A report
-			// needs stat no more than that either.
-			w.st = proc.Stat{StartTime: rc.start}
-		case err != nil:
-			rc.st = stBroken
-			return
-		}
-		if !first && w.st.StartTime != rc.start {
-			rc.st = stGone // the PID was reused
-			return
-		}
-		rc.start = w.st.StartTime
-		p.StartTime = w.st.StartTime
-		p.PPID = w.st.PPid
-		if w.st.Kthread() {
-			rc.st = stKernel
-			return
-		}
-	}
-
-	st := stEstimate
-	if !e.opt.Fast {
-		t0 := time.Now()
-		err := r.SmapsRollup(&w.ru)
-		if err == proc.ErrNotExist {
-			err = r.Smaps(&w.ru)
-		}
-		if err == proc.ErrNoMM && rc.tid == 0 && e.toThread(w, rc) {
-			// The main thread exited while others run on: read
-			// the process through one of them from now on.
-			err = r.SmapsRollup(&w.ru)
-			if err == proc.ErrNotExist {
-				err = r.Smaps(&w.ru)
-			}
-		}
-		d := time.Since(t0)
-		switch {
-		case err == nil:
-			st = stExact
-			rc.cost = d
-			w.walkTime += d
-			sample.ExactFigures(p, &w.ru)
-			rc.bound = errorBound(&w.ru)
-		case err == proc.ErrNoMM:
-			rc.st = stKernel
-			return
-		case err == proc.ErrGone || err == proc.ErrNotExist:
-			rc.st = stGone
-			return
-		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge) || errors.Is(err, proc.ErrNotRegular):
-			st = stMalformed
-		default:
-			st = stDenied
-		}
-	}
-
-	if st != stExact || names || e.opt.NeedUID && first {
-		switch err := r.Status(&w.ss); {
-		case err == nil:
-		case err == proc.ErrGone:
-			rc.st = stGone
-			return
-		case st == stExact && !e.opt.NeedUID:
-			// An unparsable status costs only the uid, which nobody
-			// asked for: name the process from comm, as a report
-			// does.
-			if names {
-				comm, err := r.Comm()
-				switch err {
-				case nil:
-				case proc.ErrGone:
-					rc.st = stGone
-					return
-				default:
-					rc.st = stBroken
-					return
-				}
-				p.Comm = w.intern(comm)
-			}
-			goto named
-		default:
-			rc.st = stBroken
-			return
-		}
-		if !w.ss.HasMM && w.ss.Threads > 1 && rc.tid == 0 && e.toThread(w, rc) {
-			// --fast, or an estimate: status alone showed the
-			// exited main thread.
-			if err := r.Status(&w.ss); err != nil {
-				rc.st = stGone
-				return
-			}
-		}
-		if !w.ss.HasMM {
-			rc.st = stKernel
-			return
-		}
-		p.UID, p.UIDKnown = w.ss.UID, true
-		p.PPID = w.ss.PPid
-		if names {
-			p.Comm = w.intern(proc.UnescapeName(w.name[:0], w.ss.NameBytes()))
-		}
-		if st != stExact {
-			sample.EstimateFigures(p, &w.ss)
-			rc.bound = 0
-		}
-	}
-
-named:
-	if names {
-		rc.namesRead = true
-		p.Exe, p.ExeDeleted, p.Script = "", false, ""
-		// --fast reads status alone, as a report's does: the task name
-		// names the program, and with no exe there is no script either.
-		if !e.opt.Fast {
-			e.readExe(w, p)
-		}
-		if p.Exe == "" && !e.opt.Fast {
-			// No usable exe link: argv[0] may name the executable,
-			// as in a report (sample.ExeFromCmdline).
-			if cl, err := r.Cmdline(); err == nil {
-				p.Exe = w.intern(sample.ExeFromCmdline(p.Comm, cl))
-				if sample.IsInterpreter(p.Exe) {
-					p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
-				}
-			}
-		} else if sample.IsInterpreter(p.Exe) {
-			if cl, err := r.Cmdline(); err == nil {
-				p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
-			}
-		}
-		if e.opt.NeedCgroup {
-			p.Cgroup = ""
-			if cg, err := r.Cgroup(); err == nil {
-				p.Cgroup = w.intern(cg)
-			}
-		}
-	}
-
-	// Everything read belongs to the process the statm descriptor (or
-	// the start time) was bound to only if it is still alive now.
-	if rc.fd >= 0 {
-		if _, err := preadStatm(rc.fd, w.buf[:]); err != nil {
-			rc.st = stGone
-			return
-		}
-	} else if !first {
-		if e.stat(w, rc) != nil || w.st.StartTime != rc.start {
-			rc.st = stGone
-			return
-		}
-	}
-	if rc.now.zero() {
-		// statm read before the walk saw no address space: the process
-		// was exiting.
-		rc.st = stKernel
-		return
-	}
-	rc.st = st
-	rc.ref = rc.now
-	rc.sampledAt = now
-	rc.walked = true
-}
-
-// stat reads the process's stat into w.st: the leader's, whose start time
-// identifies the process, also when it is read through a thread.
-func (e *Engine) stat(w *worker, rc *record) error {
-	if rc.tid != 0 {
-		return w.r.LeaderStat(&w.st)
-	}
-	return w.r.Stat(&w.st)
-}
-
-// toThread points rc, and w.r, at a live thread of rc's process when its
-// main thread has exited (see sample.LiveThread): the held statm
-// descriptor moves to the thread's statm, whose figures are the
-// process's. It reports whether it found one.
+// toThread points rc at a live thread of rc's process when its main
+// thread has exited while others run on (/proc/PID then describes a
+// zombie), and reports whether it found one. A held statm descriptor
+// moves to the thread's statm, whose figures are the process's.
 func (e *Engine) toThread(w *worker, rc *record) bool {
-	tid := 0
-	tid, w.tids, w.tidbuf = sample.LiveThread(w.r, rc.pid, w.tids, w.tidbuf)
+	tid := e.liveThread(w, rc.pid)
 	if tid == 0 {
 		return false
 	}
-	if rc.fd >= 0 {
-		fd, err := e.openStatm(w, rc.pid, tid)
+	w.r.SelectTask(rc.pid, tid)
+	switch {
+	case rc.fd >= 0:
+		fd, err := w.r.OpenStatm()
 		if err != nil {
 			return false
 		}
-		s, err := preadStatm(fd, w.buf[:])
+		s, err := proc.ReadStatmFD(fd, w.buf[:])
 		if err != nil {
 			unix.Close(fd)
 			return false
 		}
 		unix.Close(rc.fd)
 		rc.fd, rc.now = fd, s
-		rc.tid = tid
-		w.r.SelectTask(rc.pid, tid)
-		return true
+	case !e.opt.OneShot:
+		s, err := w.r.Statm()
+		if err != nil {
+			return false
+		}
+		rc.now = s
 	}
-	w.r.SelectTask(rc.pid, tid)
-	b, err := w.r.ReadFile("statm\x00")
-	if err != nil {
-		return false
-	}
-	rc.now = parseStatm(b)
 	rc.tid = tid
 	return true
+}
+
+// liveThread returns a thread other than the leader of process pid, to
+// read the process through, or 0 when pid is a single-threaded process
+// (kernel thread, zombie) or no other thread is left. Only processes
+// with no address space come here, so the statx that counts threads
+// costs one syscall per kernel thread and zombie, and none when status
+// has just told.
+func (e *Engine) liveThread(w *worker, pid int) int {
+	if w.threads >= 0 && w.threads < 2 {
+		return 0
+	}
+	if w.r.Threads(pid) < 2 {
+		return 0
+	}
+	var err error
+	w.tids, w.tidbuf, err = w.r.Tasks(pid, w.tids, w.tidbuf)
+	if err != nil {
+		return 0
+	}
+	for _, tid := range w.tids {
+		if tid != pid {
+			// Any one will do: the threads share one address space.
+			// One that exits before it is read makes the process
+			// count as gone for this read.
+			return tid
+		}
+	}
+	return 0
 }
 
 // errorBound is RSS minus a lower estimate of the private anonymous
@@ -421,16 +567,24 @@ func errorBound(ru *proc.Rollup) uint64 {
 
 // name sets rc's program name, looking up its parent's executable.
 func (e *Engine) name(rc *record, tick uint64) {
+	if e.opt.NoNames {
+		return
+	}
 	parentExe := ""
-	if j, ok := e.byPID[rc.p.PPID]; ok {
-		if pr := &e.recs[j]; pr.seen == tick {
-			parentExe = pr.p.Exe
+	if rc.p.Exe != "" && !strings.HasPrefix(rc.p.Exe, rc.p.Comm) && rc.p.PPID > 0 {
+		// ProgramName looks at the parent only then.
+		if j, ok := e.byPID[rc.p.PPID]; ok {
+			if pr := &e.recs[j]; pr.seen == tick {
+				parentExe = pr.p.Exe
+			}
 		}
 	}
 	if rc.p.Name != "" && !rc.namesRead && parentExe == rc.nameParent {
 		return
 	}
 	n := sample.ProgramName(&rc.p, parentExe)
+	// Keep no fresh copy of the common case, where the name is one of
+	// the process's own (already interned) strings.
 	switch n {
 	case rc.p.Exe:
 		n = rc.p.Exe
@@ -453,20 +607,4 @@ func (w *worker) intern(b []byte) string {
 	s := string(b)
 	w.names[s] = s
 	return s
-}
-
-func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
-
-func strconvAppendInt(b []byte, v int) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
 }

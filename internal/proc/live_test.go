@@ -360,7 +360,7 @@ func TestNoAllocs(t *testing.T) {
 	}
 }
 
-func itoa(v int) string { return string(appendInt(nil, v)) }
+func itoa(v int) string { return string(AppendInt(nil, v)) }
 
 func TestLiveSelect(t *testing.T) {
 	fs := openLive(t)

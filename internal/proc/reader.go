@@ -42,7 +42,7 @@ func (fs *FS) NewReader() *Reader {
 func (r *Reader) Open(pid int) error {
 	r.Close()
 	p := r.path[:0]
-	p = appendInt(p, pid)
+	p = AppendInt(p, pid)
 	p = append(p, 0)
 	fd, err := r.fs.OpenAt(r.fs.fd, &p[0], true, &r.how)
 	if err != nil {
@@ -59,7 +59,7 @@ func (r *Reader) Open(pid int) error {
 // reused between them; pair them with Hold to rule that out.
 func (r *Reader) Select(pid int) {
 	r.Close()
-	p := appendInt(r.path[:0], pid)
+	p := AppendInt(r.path[:0], pid)
 	p = append(p, '/')
 	r.pidfd, r.pid, r.prefix = direct, pid, len(p)
 }
@@ -276,7 +276,9 @@ func mapFileErrno(err error) error {
 	return mapErrno(err, ErrNotExist)
 }
 
-func appendInt(b []byte, v int) []byte {
+// AppendInt appends the decimal form of v to b without allocating: the
+// PID and TID parts of every path beneath the tree.
+func AppendInt(b []byte, v int) []byte {
 	if v < 0 {
 		b = append(b, '-')
 		v = -v

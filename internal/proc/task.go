@@ -23,7 +23,7 @@ import (
 // a fake tree unpacked on disk answers the same way.
 func (r *Reader) Threads(pid int) int {
 	var p [32]byte
-	b := appendInt(p[:0], pid)
+	b := AppendInt(p[:0], pid)
 	b = append(b, "/task\x00"...)
 	var stx unix.Statx_t
 	_, _, e := syscall.Syscall6(unix.SYS_STATX, uintptr(r.fs.fd), uintptr(unsafe.Pointer(&b[0])),
@@ -42,7 +42,7 @@ func (r *Reader) Tasks(pid int, dst []int, buf []byte) ([]int, []byte, error) {
 		buf = make([]byte, 8192)
 	}
 	var p [32]byte
-	b := appendInt(p[:0], pid)
+	b := AppendInt(p[:0], pid)
 	b = append(b, "/task\x00"...)
 	fd, err := r.fs.OpenAt(r.fs.fd, &b[0], true, &r.how)
 	if err != nil {
@@ -70,9 +70,9 @@ func (r *Reader) Tasks(pid int, dst []int, buf []byte) ([]int, []byte, error) {
 // whole process; its status and comm carry its own task name.
 func (r *Reader) SelectTask(pid, tid int) {
 	r.Close()
-	p := appendInt(r.path[:0], pid)
+	p := AppendInt(r.path[:0], pid)
 	p = append(p, "/task/"...)
-	p = appendInt(p, tid)
+	p = AppendInt(p, tid)
 	p = append(p, '/')
 	r.pidfd, r.pid, r.prefix = direct, pid, len(p)
 }
@@ -83,9 +83,9 @@ func (r *Reader) SelectTask(pid, tid int) {
 // thread does not exist.
 func (r *Reader) OpenTask(pid, tid int) error {
 	r.Close()
-	p := appendInt(r.path[:0], pid)
+	p := AppendInt(r.path[:0], pid)
 	p = append(p, "/task/"...)
-	p = appendInt(p, tid)
+	p = AppendInt(p, tid)
 	p = append(p, 0)
 	fd, err := r.fs.OpenAt(r.fs.fd, &p[0], true, &r.how)
 	if err != nil {
@@ -101,7 +101,7 @@ func (r *Reader) OpenTask(pid, tid int) error {
 // the thread's start time instead.
 func (r *Reader) LeaderStat(out *Stat) error {
 	var p [32]byte
-	b := appendInt(p[:0], r.pid)
+	b := AppendInt(p[:0], r.pid)
 	b = append(b, "/stat\x00"...)
 	b, err := r.readFile(r.fs.fd, unsafe.String(&b[0], len(b)), true)
 	if err == ErrNotExist || err == ErrNoMM {

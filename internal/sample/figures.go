@@ -2,9 +2,9 @@ package sample
 
 import "github.com/memwho/memwho/internal/proc"
 
-// This file holds the figure rules a scan applies, exported so that the
-// sampling engine (internal/engine) gives a process exactly the figures a
-// report would.
+// This file holds the figure rules a scan applies, exported for the
+// sampler (internal/engine), so that every command gives a process the
+// same figures.
 
 // ExactFigures fills p's figures from smaps_rollup (or summed smaps), as
 // a report does. Hugetlb pages are not in Pss, so private huge pages are

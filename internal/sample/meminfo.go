@@ -3,8 +3,8 @@ package sample
 import "github.com/memwho/memwho/internal/proc"
 
 // ReadMeminfo reads /proc/meminfo through r into snap (Meminfo, MeminfoOK
-// and MeminfoErr), using m as scratch. The scanner and the sampling
-// engine share it so that both fill a snapshot's host figures alike.
+// and MeminfoErr), using m as scratch: the host figures of every
+// snapshot the sampler (internal/engine) fills.
 //
 // Where the kernel gives no MemAvailable line, MemAvailable is computed
 // the way the kernel computes it (proc.EstimateAvailable), with the zone

@@ -2,7 +2,6 @@ package sample
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 )
 
@@ -96,36 +95,6 @@ func basename(b []byte) []byte {
 		return b[i+1:]
 	}
 	return b
-}
-
-// nameAll sets Name on every process. procs must be sorted by PID: the
-// parent is found by binary search, which needs no map per scan.
-func (s *Scanner) nameAll(procs []Process) {
-	if s.opt.NoNames {
-		return
-	}
-	for i := range procs {
-		p := &procs[i]
-		parentExe := ""
-		if p.Exe != "" && !strings.HasPrefix(p.Exe, p.Comm) && p.PPID > 0 {
-			if j, ok := slices.BinarySearchFunc(procs, p.PPID, func(q Process, pid int) int { return q.PID - pid }); ok {
-				parentExe = procs[j].Exe
-			}
-		}
-		p.Name = s.internName(ProgramName(p, parentExe), p)
-	}
-}
-
-// internName avoids keeping a fresh copy of the common case, where the
-// name is one of the process's own (already interned) strings.
-func (s *Scanner) internName(name string, p *Process) string {
-	switch name {
-	case p.Exe:
-		return p.Exe
-	case p.Comm:
-		return p.Comm
-	}
-	return name
 }
 
 // interpreters are executables that run a script named on their command

@@ -1,9 +1,10 @@
-// Package sample turns one walk of a /proc tree into a Snapshot of
-// per-process memory figures and groups those processes (by program, pid,
-// user or cgroup).
+// Package sample is the data model of a walk of a /proc tree, a Snapshot
+// of per-process memory figures, and its rules: how figures are computed
+// (ExactFigures, EstimateFigures), how programs are named, how processes
+// are grouped (by program, pid, user or cgroup).
 //
-// It does not parse /proc files itself (that is package proc) and does not
-// render anything (that is package report). Every memory figure here is in
+// It does not read /proc (that is the sampler, package engine), parse
+// /proc files (package proc) or render anything (package report). Every memory figure here is in
 // bytes.
 package sample
 

@@ -32,7 +32,7 @@ func NewFDCounter(fs *proc.FS) *FDCounter {
 // process is gone); links that cannot be read (a descriptor closed
 // meanwhile, or EACCES without CAP_SYS_PTRACE) do not count.
 func (c *FDCounter) Count(pid int, set *InodeSet) (uint32, error) {
-	p := appendInt(c.path[:0], pid)
+	p := proc.AppendInt(c.path[:0], pid)
 	p = append(p, "/fd\x00"...)
 	dfd, err := c.fs.OpenAt(c.fs.Fd(), &p[0], true, &c.how)
 	if err != nil {
@@ -100,20 +100,6 @@ func ParseSocketLink(b []byte) (uint64, bool) {
 		v = v*10 + uint64(d-'0')
 	}
 	return v, true
-}
-
-func appendInt(b []byte, v int) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
 }
 
 // Source lists ESTABLISHED sockets through sock_diag while it works and

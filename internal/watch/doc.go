@@ -5,8 +5,8 @@
 // table (the bubbletea model, [RunTUI]) or, when the output is not a
 // terminal, as one plain report table per interval ([RunPlain]).
 //
-// It does not read /proc itself: a [Sampler] (a sample.Scanner, or the
-// sampling engine) fills each snapshot. It does not format figures either
+// It does not read /proc itself: a [Sampler] (the sampling engine)
+// fills each snapshot. It does not format figures either
 // beyond what the live table needs: the plain output is report.Table.
 //
 // # Definitions

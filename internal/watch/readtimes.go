@@ -15,8 +15,8 @@ type detailer interface {
 
 // readTimes returns, for each process of snap, when the figures it holds
 // were read, or nil when they all describe snap.Time: the sampler says
-// nothing of the kind (a sample.Scanner reads everything every time), or
-// it held no figure back. The engine holds a figure back when a process
+// nothing of the kind (a test's fake sampler), or it held no figure back
+// (a OneShot engine never does). The engine holds a figure back when a process
 // changed but its cost budget postponed the walk (Detail.Deferred); a
 // process it did not re-walk because it did not change has figures that
 // are still current.

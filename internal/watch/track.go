@@ -12,8 +12,8 @@ import (
 	"github.com/memwho/memwho/internal/trend"
 )
 
-// Sampler fills a snapshot with one walk of /proc. *sample.Scanner and
-// the sampling engine implement it; Scan may reuse snap.Procs.
+// Sampler fills a snapshot with one walk of /proc. The sampling engine
+// implements it; Scan may reuse snap.Procs.
 type Sampler interface {
 	Scan(snap *sample.Snapshot) error
 }

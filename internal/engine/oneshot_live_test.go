@@ -1,6 +1,6 @@
-package sample_test
+package engine_test
 
-// Integration tests: the Scanner reads the real /proc while package
+// Integration tests: a OneShot sampler (a report's) reads the real /proc while package
 // testload runs child processes (this test binary re-executed) that hold
 // a known amount of each kind of memory. Figures are compared as deltas
 // against a baseline child with no extra memory, read in the same scan, so
@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/testload"
 )
@@ -44,12 +45,12 @@ func startLoad(t *testing.T, n int, spec testload.Spec) *testload.Group {
 
 // scanPIDs scans exactly pids and returns them by pid, failing the test if
 // one is missing.
-func scanPIDs(t *testing.T, opt sample.Options, pids ...int) map[int]sample.Process {
+func scanPIDs(t *testing.T, opt engine.Options, pids ...int) map[int]sample.Process {
 	t.Helper()
-	opt.FS, opt.PIDs = fstest.Open(t, "/proc"), pids
-	s, err := sample.NewScanner(opt)
+	opt.FS, opt.PIDs, opt.OneShot = fstest.Open(t, "/proc"), pids, true
+	s, err := engine.New(opt)
 	if err != nil {
-		t.Fatalf("NewScanner: %v", err)
+		t.Fatalf("engine.New: %v", err)
 	}
 	defer s.Close()
 	var snap sample.Snapshot
@@ -94,7 +95,7 @@ func TestIntegrationPrivate(t *testing.T) {
 	base := startLoad(t, 1, testload.Spec{})
 	g := startLoad(t, 1, testload.Spec{Private: size})
 	b, c := base.PIDs[0], g.PIDs[0]
-	got := scanPIDs(t, sample.Options{}, b, c)
+	got := scanPIDs(t, engine.Options{}, b, c)
 
 	p := got[c]
 	if p.Accuracy != sample.Exact {
@@ -138,7 +139,7 @@ func TestIntegrationShared(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base := startLoad(t, 1, testload.Spec{})
 			g := startLoad(t, n, tt.spec)
-			got := scanPIDs(t, sample.Options{}, append(g.PIDs, base.PIDs[0])...)
+			got := scanPIDs(t, engine.Options{}, append(g.PIDs, base.PIDs[0])...)
 			b := got[base.PIDs[0]]
 			for _, pid := range g.PIDs {
 				p := got[pid]
@@ -167,7 +168,7 @@ func TestIntegrationFast(t *testing.T) {
 	base := startLoad(t, 1, testload.Spec{})
 	priv := startLoad(t, 1, testload.Spec{Private: size})
 	shared := startLoad(t, 2, testload.Spec{FileShared: size})
-	got := scanPIDs(t, sample.Options{Fast: true}, base.PIDs[0], priv.PIDs[0], shared.PIDs[0], shared.PIDs[1])
+	got := scanPIDs(t, engine.Options{Fast: true}, base.PIDs[0], priv.PIDs[0], shared.PIDs[0], shared.PIDs[1])
 	b := got[base.PIDs[0]]
 	for pid, p := range got {
 		if p.Accuracy != sample.Estimate {
@@ -191,7 +192,7 @@ func TestIntegrationCOW(t *testing.T) {
 	base := startLoad(t, 1, testload.Spec{})
 	g := startLoad(t, 1, testload.Spec{COW: size})
 	c, gc := g.PIDs[0], g.COWPIDs[0]
-	got := scanPIDs(t, sample.Options{}, base.PIDs[0], c, gc)
+	got := scanPIDs(t, engine.Options{}, base.PIDs[0], c, gc)
 	// The grandchild shares the child's runtime memory as well, so the
 	// pair holds one baseline's worth of it.
 	pair := got[c].RAM + got[gc].RAM
@@ -214,7 +215,7 @@ func TestIntegrationSwap(t *testing.T) {
 	g := startLoad(t, 1, testload.Spec{Private: size, Cgroup: cg.Path})
 	c := g.PIDs[0]
 	cg.PushToSwap(t, size, c)
-	p := scanPIDs(t, sample.Options{}, c)[c]
+	p := scanPIDs(t, engine.Options{}, c)[c]
 	st, err := testload.ProcKB(c, "status")
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ func TestIntegrationSwapCOW(t *testing.T) {
 	g := startLoad(t, 1, testload.Spec{COW: size, Cgroup: cg.Path})
 	pair := g.All()
 	cg.PushToSwap(t, size, pair...)
-	got := scanPIDs(t, sample.Options{}, pair...)
+	got := scanPIDs(t, engine.Options{}, pair...)
 	var sum int64
 	for _, pid := range pair {
 		p := got[pid]
@@ -263,9 +264,9 @@ func TestIntegrationSwapCOW(t *testing.T) {
 // exit all the time: every scan must succeed, with vanished processes
 // counted in Gone and never reported.
 func TestIntegrationChurn(t *testing.T) {
-	s, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc")})
+	s, err := engine.New(engine.Options{FS: fstest.Open(t, "/proc"), OneShot: true})
 	if err != nil {
-		t.Fatalf("NewScanner: %v", err)
+		t.Fatalf("engine.New: %v", err)
 	}
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -335,7 +336,7 @@ func TestIntegrationPIDReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := scanPIDs(t, sample.Options{NeedStartTime: true}, pid)[pid]
+	p := scanPIDs(t, engine.Options{NeedStartTime: true}, pid)[pid]
 	if p.StartTime != start {
 		t.Errorf("StartTime = %d, want the new process's %d", p.StartTime, start)
 	}
@@ -377,9 +378,9 @@ func TestIntegrationZombiesAndKernelThreads(t *testing.T) {
 		kthreadd = 2
 		pids = append(pids, 2)
 	}
-	for _, opt := range []sample.Options{{}, {Fast: true}, {NeedUID: true}, {NoNames: true, NeedCgroup: true}, {NeedStartTime: true}} {
-		opt.FS, opt.PIDs = fstest.Open(t, "/proc"), pids
-		s, err := sample.NewScanner(opt)
+	for _, opt := range []engine.Options{{}, {Fast: true}, {NeedUID: true}, {NoNames: true, NeedCgroup: true}, {NeedStartTime: true}} {
+		opt.FS, opt.PIDs, opt.OneShot = fstest.Open(t, "/proc"), pids, true
+		s, err := engine.New(opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,21 +1,24 @@
-package sample
+package engine
 
 import (
-	"github.com/memwho/memwho/internal/proc/fstest"
 	"testing"
 
+	"github.com/memwho/memwho/internal/proc/fstest"
 	"github.com/memwho/memwho/internal/proc/proctest"
+	"github.com/memwho/memwho/internal/sample"
 )
 
-func scanFixture(t *testing.T, name string, opt Options) *Snapshot {
+// scanFixture scans a captured tree once, as a report does.
+func scanFixture(t *testing.T, name string, opt Options) *sample.Snapshot {
 	t.Helper()
 	opt.FS = fstest.Open(t, proctest.Root(t, "../proc/testdata/"+name+".txtar"))
-	s, err := NewScanner(opt)
+	opt.OneShot = true
+	s, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var snap Snapshot
+	var snap sample.Snapshot
 	if err := s.Scan(&snap); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestScanFixtures(t *testing.T) {
 			est := 0
 			for _, p := range snap.Procs {
 				ram += p.RAM
-				if p.Accuracy == Estimate {
+				if p.Accuracy == sample.Estimate {
 					est++
 				}
 				if p.Private+p.Shared != p.RAM {
@@ -89,18 +92,18 @@ func TestScanFixtures(t *testing.T) {
 	}
 }
 
-// TestScanReuse scans twice with one Scanner: the second scan must give
+// TestScanReuse scans twice with one OneShot sampler: the second scan must give
 // the same result from reused buffers and allocate nothing per process.
 func TestScanReuse(t *testing.T) {
 	root := proctest.Root(t, "../proc/testdata/basic.txtar")
-	s, err := NewScanner(Options{FS: fstest.Open(t, root)})
+	s, err := New(Options{FS: fstest.Open(t, root), OneShot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var a, b Snapshot
+	var a, b sample.Snapshot
 	s.Scan(&a)
-	first := append([]Process(nil), a.Procs...)
+	first := append([]sample.Process(nil), a.Procs...)
 	s.Scan(&b)
 	for i := range first {
 		if first[i] != b.Procs[i] {
@@ -121,7 +124,7 @@ func TestScanCorners(t *testing.T) {
 	const pss, rss = 8456 << 10, 8892 << 10 // of 6571 in basic.txtar
 	for _, opt := range []Options{{}, {NeedStartTime: true, NeedUID: true}, {NeedCgroup: true}} {
 		snap := scanFixture(t, "corners", opt)
-		byPID := map[int]Process{}
+		byPID := map[int]sample.Process{}
 		for _, p := range snap.Procs {
 			byPID[p.PID] = p
 		}
@@ -129,15 +132,15 @@ func TestScanCorners(t *testing.T) {
 			pid  int
 			name string
 			ram  uint64
-			acc  Accuracy
+			acc  sample.Accuracy
 		}{
 			// Cut at a line boundary: malformed, the status estimate.
-			{7101, "helper", rss, Estimate},
+			{7101, "helper", rss, sample.Estimate},
 			// memfd exe: argv[0], never "memfd:...".
-			{7102, "myserver-daemon", pss, Exact},
+			{7102, "myserver-daemon", pss, sample.Exact},
 			// The same program with and without a readable exe link.
-			{7103, "app.py [python3.11]", pss, Exact},
-			{7104, "app.py [python3.11]", pss, Exact},
+			{7103, "app.py [python3.11]", pss, sample.Exact},
+			{7104, "app.py [python3.11]", pss, sample.Exact},
 		} {
 			p, ok := byPID[tc.pid]
 			if !ok {
@@ -148,7 +151,7 @@ func TestScanCorners(t *testing.T) {
 				t.Errorf("%+v: pid %d = %q %d %v, want %q %d %v", opt, tc.pid, p.Name, p.RAM, p.Accuracy, tc.name, tc.ram, tc.acc)
 			}
 		}
-		if p := byPID[7101]; p.Cause != CauseMalformed || snap.Malformed != 1 {
+		if p := byPID[7101]; p.Cause != sample.CauseMalformed || snap.Malformed != 1 {
 			t.Errorf("%+v: 7101 cause %v, snapshot malformed %d; want malformed, 1", opt, p.Cause, snap.Malformed)
 		}
 		// Exited mid-read: gone, not a row.
@@ -158,7 +161,7 @@ func TestScanCorners(t *testing.T) {
 		// No MemAvailable: the kernel's estimate from the zone
 		// watermarks, never 0.
 		m := snap.Meminfo
-		if !snap.MeminfoOK || m.Available != AvailableEstimated || m.MemAvailable == 0 || m.MemAvailable > m.MemTotal {
+		if !snap.MeminfoOK || m.Available != sample.AvailableEstimated || m.MemAvailable == 0 || m.MemAvailable > m.MemTotal {
 			t.Errorf("%+v: meminfo ok %v, MemAvailable %d of %d (%v), want an estimate", opt, snap.MeminfoOK, m.MemAvailable, m.MemTotal, m.Available)
 		}
 		if m.SwapCached != 10<<20 {

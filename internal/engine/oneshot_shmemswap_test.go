@@ -1,4 +1,4 @@
-package sample_test
+package engine_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/proc/fstest"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
@@ -17,7 +18,7 @@ import (
 // the remainder no process holds, in bytes.
 func systemSwap(t *testing.T) (used, procs, rest int64) {
 	t.Helper()
-	s, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc")})
+	s, err := engine.New(engine.Options{FS: fstest.Open(t, "/proc"), OneShot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestIntegrationShmemSwap(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Stop() })
 	cg.PushToSwap(t, size, g.PIDs[0])
-	p := scanPIDs(t, sample.Options{}, g.PIDs[0])[g.PIDs[0]]
+	p := scanPIDs(t, engine.Options{}, g.PIDs[0])[g.PIDs[0]]
 	used, procs, after := systemSwap(t)
 	t.Logf("child Swap (SwapPss) %s; host swap used %s, by processes %s, not in any process %s (before: %s)",
 		kb(int64(p.Swap)), kb(used), kb(procs), kb(after), kb(before))

@@ -1,4 +1,4 @@
-package sample_test
+package engine_test
 
 // Corner cases of issue 11 on real processes: a process whose main thread
 // has exited while others run on. The fake-/proc versions are in
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/testload"
 )
@@ -31,14 +32,14 @@ func TestIntegrationLeaderExited(t *testing.T) {
 	exe, _ := os.Executable()
 	for _, tc := range []struct {
 		name  string
-		opt   sample.Options
+		opt   engine.Options
 		exact bool
 	}{
-		{"default", sample.Options{}, true},
-		{"start times", sample.Options{NeedStartTime: true, NeedUID: true}, true},
-		{"by cgroup", sample.Options{NoNames: true, NeedCgroup: true}, true},
-		{"fast", sample.Options{Fast: true}, false},
-		{"fast with start times", sample.Options{Fast: true, NeedStartTime: true}, false},
+		{"default", engine.Options{}, true},
+		{"start times", engine.Options{NeedStartTime: true, NeedUID: true}, true},
+		{"by cgroup", engine.Options{NoNames: true, NeedCgroup: true}, true},
+		{"fast", engine.Options{Fast: true}, false},
+		{"fast with start times", engine.Options{Fast: true, NeedStartTime: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := scanPIDs(t, tc.opt, pid)[pid]
@@ -83,7 +84,7 @@ func TestIntegrationLeaderExited(t *testing.T) {
 
 	// A scan of the whole host lists it too, rather than counting it
 	// among kernel threads and zombies.
-	s, err := sample.NewScanner(sample.Options{FS: fstest.Open(t, "/proc")})
+	s, err := engine.New(engine.Options{FS: fstest.Open(t, "/proc"), OneShot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
