@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -163,54 +162,5 @@ func exitCode(err error, stderr io.Writer) int {
 // and process names.
 func sanitizeMessage(s string) string { return cli.OneLine(s) }
 
-// buildVersion is what "memwho --version" prints: the version a release
-// build set with -ldflags "-X main.version=...", else the module version Go
-// recorded, else, for a local build ("(devel)"), the commit Go stamped
-// (see develVersion).
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return develVersion(bi.Settings)
-}
-
-// develVersion formats the VCS stamp of a local build, e.g.
-// "devel-3dce945c1a2b+dirty (2026-11-23)": the first 12 characters of
-// vcs.revision, "+dirty" when vcs.modified is true, and the date of
-// vcs.time (the commit's time, UTC). Without a revision (built with
-// -buildvcs=false, outside a git work tree, or in a linked worktree,
-// whose .git is a file go build does not recognise) it is "(devel)".
-func develVersion(settings []debug.BuildSetting) string {
-	var rev, modified, when string
-	for _, s := range settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		case "vcs.time":
-			when = s.Value
-		}
-	}
-	if rev == "" {
-		return "(devel)"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	v := "devel-" + rev
-	if modified == "true" {
-		v += "+dirty"
-	}
-	if len(when) >= len("2006-01-02") {
-		v += " (" + when[:len("2006-01-02")] + ")"
-	}
-	return v
-}
+// buildVersion is what "memwho --version" prints (cli.Version).
+func buildVersion() string { return cli.Version(version) }

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/pprof"
-	"strconv"
-	"strings"
 
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/profile"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -127,35 +124,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Every file the user named is opened before the scan (only when
 	// memwho is not elevated: see plan), so that a refused path costs
 	// nothing and the --sandbox can forbid new opens.
-	var mf *atomicfile.File
-	create := createOutput
-	if f.memprofile != "" {
-		// Record every allocation: a report allocates little, and the
-		// default rate (one sample per 512 KiB) would show none of it.
-		runtime.MemProfileRate = 1
-		if mf, err = create(f.memprofile); err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		defer mf.Abort()
+	prof, err := profile.Start(f.cpuprofile, f.memprofile, createOutput)
+	if err != nil {
+		return err
 	}
-	if f.cpuprofile != "" {
-		pf, perr := create(f.cpuprofile)
-		if perr != nil {
-			return fmt.Errorf("--cpuprofile: %w", perr)
+	defer func() {
+		if cerr := prof.Close(); cerr != nil && err == nil {
+			err = cerr
 		}
-		defer pf.Abort()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		// A profile that could not be written completely (a full disk)
-		// fails the run; it is published only when whole.
-		defer func() {
-			pprof.StopCPUProfile()
-			if cerr := pf.Commit(); cerr != nil && err == nil {
-				err = fmt.Errorf("--cpuprofile: %w", cerr)
-			}
-		}()
-	}
+	}()
 
 	procFS, err := enterScan("report", f.procDir, f.conns, stderr)
 	if err != nil {
@@ -181,7 +158,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
 		NeedCgroup: plan.By == sample.ByCgroup,
 		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
-		PIDs:       scanPIDs(plan.PIDs, f.system),
+		PIDs:       plan.ScanPIDs(f.system),
 	})
 	if err != nil {
 		return err
@@ -213,14 +190,20 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// --filter and --top choose the rows.
 	host := sample.SumProcs(snap.Procs)
 	procs, missing := plan.Procs(snap.Procs)
-	if err := missingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
+	if err := report.MissingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
 		return err
 	}
 	groups, total := plan.Groups(procs)
-
-	// Each renderer builds its output in memory and writes it at once.
-	w := stdout
-	opt := report.Options{
+	format := report.FormatTable
+	switch {
+	case f.total:
+		format = report.FormatTotal
+	case f.json:
+		format = report.FormatJSON
+	case f.csv:
+		format = report.FormatCSV
+	}
+	if err := report.Write(stdout, stderr, format, groups, total, procs, &snap, report.Options{
 		By:        plan.By.String(),
 		KeyHeader: report.KeyHeader(plan.By),
 		ShowCount: plan.By != sample.ByPID,
@@ -229,64 +212,17 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		System:    f.system,
 		Host:      &host,
 		Conns:     snap.ConnsOK,
+	}); err != nil {
+		return err
 	}
-	switch {
-	case f.total:
-		err = report.TotalLine(w, total)
-	case f.json:
-		err = report.JSON(w, groups, total, &snap, opt)
-	case f.csv:
-		err = report.CSV(w, groups, total, &snap, opt)
-	default:
-		err = report.Table(w, groups, total, &snap, opt)
-	}
-	if err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	report.Warn(stderr, &snap, procs, groups, f.fast)
-
-	if mf != nil {
-		if err := pprof.Lookup("allocs").WriteTo(mf, 0); err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		if err := mf.Commit(); err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
+	if err := prof.WriteHeap(); err != nil {
+		return err
 	}
 	if f.system && !f.total && !f.csv && !snap.MeminfoOK {
 		// The figures printed are right; what was asked for is not all
 		// there, and a script must not take the report for complete.
 		return fmt.Errorf("--system: cannot read %s/meminfo (%v): the report above has no system section", f.procDir, snap.MeminfoErr)
 	}
-	return nil
-}
-
-// scanPIDs is the PID list to scan: -p's, except with --system, whose
-// ledger needs every process (the rows are chosen after the scan).
-func scanPIDs(pids []int, system bool) []int {
-	if system {
-		return nil
-	}
-	return pids
-}
-
-// missingPIDs names on stderr the -p PIDs that the scan did not find
-// (no such process, or one without memory: a kernel thread or a zombie).
-// When none of the asked were found, it returns an error instead: an
-// empty report would read as "these processes use nothing".
-func missingPIDs(stderr io.Writer, missing []int, asked int) error {
-	if len(missing) == 0 {
-		return nil
-	}
-	ids := make([]string, len(missing))
-	for i, pid := range missing {
-		ids[i] = strconv.Itoa(pid)
-	}
-	list := strings.Join(ids, ", ")
-	if len(missing) == asked {
-		return fmt.Errorf("-p: no such process: %s (or only kernel threads and zombies, which have no memory)", list)
-	}
-	fmt.Fprintf(stderr, "memwho: warning: -p: no such process: %s (or a kernel thread or zombie, which has no memory)\n", list)
 	return nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/memwho/memwho/internal/agent"
@@ -18,26 +16,22 @@ import (
 var serveUsage = usage("serve")
 
 type serveFlags struct {
-	listen, by, procDir, debugListen string
-	top, fullEvery                   int
-	conns, fast, once                bool
-	minInterval, scrapeTimeout       time.Duration
-	walkBudget                       float64
-
-	// Who reads the figures (docs/agent.md, "Who can read the figures").
-	socket, socketGroup, webConfig string
-	debugSocket, debugSocketGroup  string
-	noAuth                         bool
+	by, procDir                string
+	top, fullEvery             int
+	conns, fast, once          bool
+	minInterval, scrapeTimeout time.Duration
+	walkBudget                 float64
+	listen                     agent.ListenFlags
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.socket, "socket", "", "")
-	fs.StringVar(&f.socketGroup, "socket-group", "", "")
-	fs.StringVar(&f.listen, "listen", "", "")
-	fs.StringVar(&f.webConfig, "web-config", "", "")
-	fs.BoolVar(&f.noAuth, "no-auth", false, "")
-	fs.StringVar(&f.debugSocket, "debug-socket", "", "")
-	fs.StringVar(&f.debugSocketGroup, "debug-socket-group", "", "")
+	fs.StringVar(&f.listen.Socket, "socket", "", "")
+	fs.StringVar(&f.listen.SocketGroup, "socket-group", "", "")
+	fs.StringVar(&f.listen.TCP, "listen", "", "")
+	fs.StringVar(&f.listen.WebConfig, "web-config", "", "")
+	fs.BoolVar(&f.listen.NoAuth, "no-auth", false, "")
+	fs.StringVar(&f.listen.DebugSocket, "debug-socket", "", "")
+	fs.StringVar(&f.listen.DebugSocketGroup, "debug-socket-group", "", "")
 	fs.StringVar(&f.by, "by", "program", "")
 	fs.IntVar(&f.top, "top-processes", 0, "")
 	fs.BoolVar(&f.conns, "conns", true, "")
@@ -47,7 +41,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.walkBudget, "walk-budget", engine.DefaultWalkBudget, "")
 	fs.BoolVar(&f.fast, "fast", false, "")
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
-	fs.StringVar(&f.debugListen, "debug-listen", "", "")
+	fs.StringVar(&f.listen.DebugListen, "debug-listen", "", "")
 	fs.BoolVar(&f.once, "once", false, "")
 }
 
@@ -71,7 +65,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// first walk, and before any socket exists. The web config and
 		// its certificates are read here, before enterScan, with the
 		// user's own rights.
-		if lp, err = f.plan(); err != nil {
+		if lp, err = f.listen.Plan(openInput); err != nil {
 			return err
 		}
 	}
@@ -105,60 +99,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// the first scrape finds a snapshot.
 	go a.Refresh(ctx, 0)
 	return agent.Serve(ctx, servers)
-}
-
-// plan checks the listener flags. Without --socket and --listen the
-// agent serves the default socket; --listen alone serves TCP only.
-func (f *serveFlags) plan() (agent.Listeners, error) {
-	p := agent.Listeners{Socket: f.socket, TCP: f.listen, Debug: f.debugSocket}
-	if f.debugListen != "" {
-		return p, usagef("--debug-listen was removed: pprof exposes the agent's memory and is served only on a unix socket; use --debug-socket PATH")
-	}
-	if p.Socket == "" && p.TCP == "" {
-		p.Socket = agent.DefaultSocket
-	}
-	var err error
-	if p.SocketGID, err = cli.GroupID("--socket-group", f.socketGroup); err != nil {
-		return p, err
-	}
-	if f.socketGroup != "" && p.Socket == "" {
-		return p, usagef("--socket-group: applies to --socket, and --listen alone serves no socket")
-	}
-	if p.DebugGID, err = cli.GroupID("--debug-socket-group", f.debugSocketGroup); err != nil {
-		return p, err
-	}
-	if f.debugSocketGroup != "" && p.Debug == "" {
-		return p, usagef("--debug-socket-group: applies to --debug-socket")
-	}
-	if p.Debug != "" && p.Debug == p.Socket {
-		return p, usagef("--debug-socket: %s is also the metrics socket", p.Debug)
-	}
-	if p.TCP == "" {
-		if f.webConfig != "" || f.noAuth {
-			return p, usagef("--web-config and --no-auth apply to --listen ADDR; the unix socket is guarded by its permissions")
-		}
-		return p, nil
-	}
-	if _, _, err := net.SplitHostPort(p.TCP); err != nil {
-		return p, usagef("--listen: %v", err)
-	}
-	switch {
-	case f.webConfig != "" && f.noAuth:
-		return p, usagef("--no-auth contradicts --web-config: choose one")
-	case f.webConfig == "" && !f.noAuth:
-		return p, usagef("--listen %s needs --web-config FILE (TLS, basic auth) to say who may read the figures, or --no-auth to let anyone who can connect read them", p.TCP)
-	case f.webConfig != "":
-		// Opened with the user's rights: the agent may hold
-		// CAP_DAC_READ_SEARCH, and a YAML error quotes the file.
-		p.Web, err = agent.LoadWebConfig(f.webConfig, openInput)
-		if errors.Is(err, agent.ErrNoAccessControl) {
-			return p, usagef("--web-config: %v; --no-auth says that openly", err)
-		}
-		if err != nil {
-			return p, fmt.Errorf("--web-config: %w", err)
-		}
-	}
-	return p, nil
 }
 
 // options validates the flags into agent options.

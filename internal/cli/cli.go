@@ -4,7 +4,7 @@
 // on standard output, one error line otherwise), flags set from the
 // environment, and the values flags take: sizes (64MiB), durations with
 // days (30d), points in time (RFC 3339, a date, or "24h" ago) and
-// regular expressions.
+// regular expressions; and the version the binary reports.
 package cli
 
 import (

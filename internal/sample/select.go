@@ -72,3 +72,13 @@ func LookupUser(s string) (uint32, error) {
 	}
 	return 0, fmt.Errorf("unknown user %q", s)
 }
+
+// ScanPIDs returns the processes a scan must read for s: PIDs, or nil
+// (every process) when the report needs them all, as --system's ledger
+// of the host does (the rows are chosen after the scan).
+func (s *Selection) ScanPIDs(all bool) []int {
+	if all {
+		return nil
+	}
+	return s.PIDs
+}

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/memwho/memwho/internal/cli"
+)
+
+// ListenFlags are serve's flags that say who reads the figures
+// (docs/agent.md, "Who can read the figures"), as the user gave them.
+type ListenFlags struct {
+	Socket, SocketGroup           string // --socket, --socket-group
+	TCP, WebConfig                string // --listen, --web-config
+	NoAuth                        bool   // --no-auth
+	DebugSocket, DebugSocketGroup string // --debug-socket, --debug-socket-group
+	DebugListen                   string // --debug-listen (removed)
+}
+
+// Plan checks the listener flags into Listeners, before the agent exists
+// or any socket is created: a listener that would expose the figures is
+// refused here. Without --socket and --listen the agent serves
+// DefaultSocket; --listen alone serves TCP only. The web config and the
+// certificates it names are read here with open (memwho's opens with the
+// user's rights: the agent may hold CAP_DAC_READ_SEARCH, and a YAML error
+// quotes the file). Mistakes are cli usage errors.
+func (f *ListenFlags) Plan(open OpenFunc) (Listeners, error) {
+	p := Listeners{Socket: f.Socket, TCP: f.TCP, Debug: f.DebugSocket}
+	if f.DebugListen != "" {
+		return p, cli.Usagef("--debug-listen was removed: pprof exposes the agent's memory and is served only on a unix socket; use --debug-socket PATH")
+	}
+	if p.Socket == "" && p.TCP == "" {
+		p.Socket = DefaultSocket
+	}
+	var err error
+	if p.SocketGID, err = cli.GroupID("--socket-group", f.SocketGroup); err != nil {
+		return p, err
+	}
+	if f.SocketGroup != "" && p.Socket == "" {
+		return p, cli.Usagef("--socket-group: applies to --socket, and --listen alone serves no socket")
+	}
+	if p.DebugGID, err = cli.GroupID("--debug-socket-group", f.DebugSocketGroup); err != nil {
+		return p, err
+	}
+	if f.DebugSocketGroup != "" && p.Debug == "" {
+		return p, cli.Usagef("--debug-socket-group: applies to --debug-socket")
+	}
+	if p.Debug != "" && p.Debug == p.Socket {
+		return p, cli.Usagef("--debug-socket: %s is also the metrics socket", p.Debug)
+	}
+	if p.TCP == "" {
+		if f.WebConfig != "" || f.NoAuth {
+			return p, cli.Usagef("--web-config and --no-auth apply to --listen ADDR; the unix socket is guarded by its permissions")
+		}
+		return p, nil
+	}
+	if _, _, err := net.SplitHostPort(p.TCP); err != nil {
+		return p, cli.Usagef("--listen: %v", err)
+	}
+	switch {
+	case f.WebConfig != "" && f.NoAuth:
+		return p, cli.Usagef("--no-auth contradicts --web-config: choose one")
+	case f.WebConfig == "" && !f.NoAuth:
+		return p, cli.Usagef("--listen %s needs --web-config FILE (TLS, basic auth) to say who may read the figures, or --no-auth to let anyone who can connect read them", p.TCP)
+	case f.WebConfig != "":
+		p.Web, err = LoadWebConfig(f.WebConfig, open)
+		if errors.Is(err, ErrNoAccessControl) {
+			return p, cli.Usagef("--web-config: %v; --no-auth says that openly", err)
+		}
+		if err != nil {
+			return p, fmt.Errorf("--web-config: %w", err)
+		}
+	}
+	return p, nil
+}
