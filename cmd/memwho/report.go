@@ -147,9 +147,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if err != nil {
 			return err
 		}
-		if w != "" {
-			warnings = append(warnings, w)
-		}
+		warnings = append(warnings, w)
 	}
 	sc, err := engine.New(engine.Options{
 		OneShot:    true,
@@ -169,18 +167,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	if f.conns {
-		if denied, err := engine.CountConns(procFS, &snap); err != nil {
-			warnings = append(warnings, fmt.Sprintf("memwho: warning: --conns: %v", err))
-		} else if denied > 0 {
-			warnings = append(warnings, fmt.Sprintf("memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections", denied))
-		}
+		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, &snap)))
 	}
 	// The scan was the only step that needed privilege.
 	if err := dropPrivileges(); err != nil {
 		return err
 	}
 	for _, w := range warnings {
-		fmt.Fprintln(stderr, w)
+		if w != "" {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

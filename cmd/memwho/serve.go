@@ -103,30 +103,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // options validates the flags into agent options.
 func (f *serveFlags) options() (agent.Options, error) {
-	var opt agent.Options
 	by, err := sample.ParseBy(f.by)
 	if err != nil {
-		return opt, usagef("--by: %v", err)
+		return agent.Options{}, usagef("--by: %v", err)
 	}
-	if by == sample.ByPID {
-		return opt, usagef("--by pid would make one series per process; use --top-processes K")
-	}
-	if f.top < 0 || f.top > agent.MaxTopProcesses {
-		return opt, usagef("--top-processes: %d is out of range 0..%d", f.top, agent.MaxTopProcesses)
-	}
-	if f.minInterval <= 0 {
-		return opt, usagef("--min-interval: must be positive")
-	}
-	if f.scrapeTimeout <= 0 {
-		return opt, usagef("--scrape-timeout: must be positive")
-	}
-	if f.fullEvery < 1 {
-		return opt, usagef("--full-every: must be at least 1")
-	}
-	if !(f.walkBudget > 0 && f.walkBudget <= 1) { // NaN fails too
-		return opt, usagef("--walk-budget: %g is not a fraction in (0, 1]", f.walkBudget)
-	}
-	return agent.Options{
+	opt := agent.Options{
 		Engine: engine.Options{
 			FullEvery:  f.fullEvery,
 			WalkBudget: f.walkBudget,
@@ -138,5 +119,6 @@ func (f *serveFlags) options() (agent.Options, error) {
 		MinInterval:   f.minInterval,
 		ScrapeTimeout: f.scrapeTimeout,
 		Version:       buildVersion(),
-	}, nil
+	}
+	return opt, opt.Check()
 }

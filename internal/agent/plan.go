@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/sample"
 )
 
 // ListenFlags are serve's flags that say who reads the figures
@@ -73,4 +74,31 @@ func (f *ListenFlags) Plan(open OpenFunc) (Listeners, error) {
 		}
 	}
 	return p, nil
+}
+
+// Check validates o as serve's flags set it, before anything is opened:
+// the grouping (--by), --top-processes, --min-interval, --scrape-timeout,
+// --full-every and --walk-budget. Where New would quietly choose a
+// default or a bound, a command line that asked for a wrong value is told
+// so. Mistakes are cli usage errors.
+func (o *Options) Check() error {
+	if o.By == sample.ByPID {
+		return cli.Usagef("--by pid would make one series per process; use --top-processes K")
+	}
+	if o.TopProcesses < 0 || o.TopProcesses > MaxTopProcesses {
+		return cli.Usagef("--top-processes: %d is out of range 0..%d", o.TopProcesses, MaxTopProcesses)
+	}
+	if o.MinInterval <= 0 {
+		return cli.Usagef("--min-interval: must be positive")
+	}
+	if o.ScrapeTimeout <= 0 {
+		return cli.Usagef("--scrape-timeout: must be positive")
+	}
+	if o.Engine.FullEvery < 1 {
+		return cli.Usagef("--full-every: must be at least 1")
+	}
+	if b := o.Engine.WalkBudget; !(b > 0 && b <= 1) { // NaN fails too
+		return cli.Usagef("--walk-budget: %g is not a fraction in (0, 1]", b)
+	}
+	return nil
 }

@@ -63,3 +63,16 @@ func MissingPIDs(stderr io.Writer, missing []int, asked int) error {
 	fmt.Fprintf(stderr, "memwho: warning: -p: no such process: %s (or a kernel thread or zombie, which has no memory)\n", list)
 	return nil
 }
+
+// ConnsWarning is the warning line for --conns after
+// engine.CountConns returned denied and err, or "" when every process's
+// connections were counted.
+func ConnsWarning(denied int, err error) string {
+	switch {
+	case err != nil:
+		return fmt.Sprintf("memwho: warning: --conns: %v", err)
+	case denied > 0:
+		return fmt.Sprintf("memwho: warning: --conns: %d processes' descriptors were not readable and count 0 connections", denied)
+	}
+	return ""
+}
