@@ -41,9 +41,12 @@ func (fs *FS) NewReader() *Reader {
 // it. It returns ErrGone when the process does not exist.
 func (r *Reader) Open(pid int) error {
 	r.Close()
-	p := r.path[:0]
-	p = AppendInt(p, pid)
-	p = append(p, 0)
+	return r.openDir(pid, append(AppendInt(r.path[:0], pid), 0))
+}
+
+// openDir holds the directory at p (NUL-terminated, in r.path) as the
+// process pid's: every read until Close goes through it.
+func (r *Reader) openDir(pid int, p []byte) error {
 	fd, err := r.fs.OpenAt(r.fs.fd, &p[0], true, &r.how)
 	if err != nil {
 		return mapErrno(err, ErrGone)

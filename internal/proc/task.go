@@ -86,13 +86,7 @@ func (r *Reader) OpenTask(pid, tid int) error {
 	p := AppendInt(r.path[:0], pid)
 	p = append(p, "/task/"...)
 	p = AppendInt(p, tid)
-	p = append(p, 0)
-	fd, err := r.fs.OpenAt(r.fs.fd, &p[0], true, &r.how)
-	if err != nil {
-		return mapErrno(err, ErrGone)
-	}
-	r.pidfd, r.pid = fd, pid
-	return nil
+	return r.openDir(pid, append(p, 0))
 }
 
 // LeaderStat reads /proc/PID/stat of the process the Reader points at,
