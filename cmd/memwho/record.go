@@ -130,7 +130,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	defer procFS.Close()
 	sc, err := newRecordScanner(engine.Options{
-		FS:            procFS,
+		FS: procFS,
+		// Every process whose statm moved is walked again at every
+		// sample: a figure held back by the walk budget would be
+		// stored with a later time and bend the leak slopes.
+		WalkBudget:    -1,
 		Fast:          f.fast,
 		NeedStartTime: true,
 		PIDs:          pids,
