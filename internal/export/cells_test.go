@@ -93,6 +93,11 @@ func FuzzCellWriter(f *testing.F) {
 		if strings.ContainsRune(in, '\r') {
 			return
 		}
+		// encoding/csv also skips blank lines, which the stores never
+		// write (a header comes first, every record has fields).
+		if strings.HasPrefix(in, "\n") || strings.Contains(in, "\n\n") {
+			return
+		}
 		want, err := csv.NewReader(strings.NewReader(in)).ReadAll()
 		if err != nil || len(want) == 0 {
 			return
