@@ -37,6 +37,11 @@ func Slope(pts []Point, per float64, scratch []float64) (float64, []float64) {
 	if flat {
 		return 0, scratch
 	}
+	if pairs := n * (n - 1) / 2; cap(scratch) < pairs {
+		// Once, at its size: growing by appending would allocate about
+		// twice the n² slopes of a fit.
+		scratch = make([]float64, 0, pairs)
+	}
 	scratch = scratch[:0]
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
