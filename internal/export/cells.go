@@ -220,7 +220,7 @@ func appendNeutralised(dst, v []byte) []byte {
 // appendField quotes v as PostgreSQL's COPY (FORMAT csv) does: only when
 // it holds a comma, a double quote, CR or LF, or is empty.
 func appendField(dst, v []byte) []byte {
-	if len(v) > 0 && bytes.IndexAny(v, ",\"\r\n") < 0 {
+	if len(v) > 0 && !bytes.ContainsAny(v, ",\"\r\n") {
 		return append(dst, v...)
 	}
 	dst = append(dst, '"')
