@@ -22,7 +22,7 @@ type Builder struct {
 	Host, BootID string
 	// Kinds are the group kinds to add besides the process rows
 	// (KindProgram, KindUser, KindCgroup). KindUser needs snapshots taken
-	// with sample.Options.NeedUID, KindCgroup with NeedCgroup.
+	// with engine.Options.NeedUID, KindCgroup with NeedCgroup.
 	Kinds []Kind
 	// Limit, if set, returns the cgroup memory limit of a process (from
 	// its Cgroup path).
