@@ -267,12 +267,8 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 		havePPID = true
 	} else if names && !e.opt.NoNames {
 		comm, err := r.Comm()
-		switch err {
-		case nil:
-		case proc.ErrGone:
-			return stGone
-		default:
-			return stBroken
+		if st := readState(err); st != stExact {
+			return st
 		}
 		p.Comm = w.intern(comm)
 	}
@@ -343,12 +339,8 @@ func (e *Engine) readStat(w *worker, rc *record, first bool) state {
 	} else {
 		err = w.r.Stat(&w.st)
 	}
-	switch err {
-	case nil:
-	case proc.ErrGone:
-		return stGone
-	default:
-		return stBroken
+	if st := readState(err); st != stExact {
+		return st
 	}
 	if !first && w.st.StartTime != rc.start {
 		return stGone // the PID was reused
@@ -368,12 +360,8 @@ func (e *Engine) readStat(w *worker, rc *record, first bool) state {
 // RSS-based figures. It returns stExact to go on, or the state that ends
 // the read.
 func (e *Engine) readStatus(w *worker, p *sample.Process, comm, estimate bool) state {
-	switch err := w.r.Status(&w.ss); err {
-	case nil:
-	case proc.ErrGone:
-		return stGone
-	default:
-		return stBroken
+	if st := readState(w.r.Status(&w.ss)); st != stExact {
+		return st
 	}
 	if !w.ss.HasMM {
 		// Tells liveThread whether another thread could hold the
@@ -607,4 +595,17 @@ func (w *worker) intern(b []byte) string {
 	s := string(b)
 	w.names[s] = s
 	return s
+}
+
+// readState maps the error of reading a file every live process has
+// (status, stat, comm): stExact to go on, stGone when the process went,
+// stBroken when the file could not be parsed or read.
+func readState(err error) state {
+	switch err {
+	case nil:
+		return stExact
+	case proc.ErrGone:
+		return stGone
+	}
+	return stBroken
 }
