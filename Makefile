@@ -1,6 +1,6 @@
 # Convenience targets; scripts/test.sh is the test command.
 #
-#   make                          static binary ./memwho
+#   make                          static binaries ./memwho and ./memwho-agent
 #   make release                  the same, stripped, with the version from git describe
 #   sudo make install-privileged  PREFIX=/usr/local GROUP=memwho USERS="alice bob"
 #   sudo make uninstall-privileged
@@ -11,7 +11,7 @@ USERS ?=
 .PHONY: build release test install-privileged install-privileged-setuid uninstall-privileged
 
 build:
-	CGO_ENABLED=0 go build -trimpath -o memwho ./cmd/memwho
+	CGO_ENABLED=0 go build -trimpath -o . ./cmd/memwho ./cmd/memwho-agent
 
 # -X main.version works wherever git does, a linked worktree too. The VCS
 # stamp of -buildvcs=true needs a .git directory (a plain clone; go build
@@ -19,17 +19,17 @@ build:
 # pseudo-version (v0.0.0-DATE-REV+dirty). A build without either prints
 # devel-REV[+dirty] (DATE) when only the stamp is there, else (devel).
 release:
-	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o memwho ./cmd/memwho
+	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o . ./cmd/memwho ./cmd/memwho-agent
 
 test:
 	scripts/test.sh
 
 install-privileged: build
-	scripts/install-privileged.sh --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) memwho
+	scripts/install-privileged.sh --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) --agent memwho-agent memwho
 
 # Only for filesystems that cannot store file capabilities.
 install-privileged-setuid: build
-	scripts/install-privileged.sh --setuid --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) memwho
+	scripts/install-privileged.sh --setuid --prefix "$(PREFIX)" --group "$(GROUP)" $(foreach u,$(USERS),--add-user $(u)) --agent memwho-agent memwho
 
 uninstall-privileged:
 	scripts/uninstall-privileged.sh --prefix "$(PREFIX)" --group "$(GROUP)"

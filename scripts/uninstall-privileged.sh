@@ -1,6 +1,6 @@
 #!/bin/sh
 # Removes what scripts/install-privileged.sh installed: PREFIX/bin/memwho
-# and, with --remove-group, the group (its members lose nothing else).
+# and PREFIX/bin/memwho-agent and, with --remove-group, the group (its members lose nothing else).
 # Run as root. Idempotent.
 set -eu
 
@@ -9,7 +9,7 @@ usage() {
 Usage: scripts/uninstall-privileged.sh [options]
 
 Options:
-  --prefix DIR     remove DIR/bin/memwho (default /usr/local)
+  --prefix DIR     remove DIR/bin/memwho and memwho-agent (default /usr/local)
   --group NAME     the group install-privileged created (default memwho)
   --remove-group   delete the group as well
 
@@ -36,11 +36,12 @@ done
 
 [ "$(id -u)" = 0 ] || { echo "uninstall-privileged: error: run as root" >&2; exit 1; }
 
-dest=$prefix/bin/memwho
-if [ -e "$dest" ]; then
-	rm -f "$dest"
-	echo "uninstall-privileged: removed $dest"
-fi
+for dest in "$prefix/bin/memwho" "$prefix/bin/memwho-agent"; do
+	if [ -e "$dest" ]; then
+		rm -f "$dest"
+		echo "uninstall-privileged: removed $dest"
+	fi
+done
 if [ $rmgroup = 1 ] && getent group "$group" >/dev/null; then
 	groupdel "$group"
 	echo "uninstall-privileged: removed group $group"

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
@@ -349,7 +350,45 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 		}
 	})
 	t.Run("--walk-budget NaN", func(t *testing.T) {
-		e.checkRefused(t, exitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
+		e.checkRefused(t, cli.ExitUsage, "--walk-budget", "serve", "--once", "--walk-budget", "NaN")
+	})
+	// The split into two binaries: memwho executes memwho-agent from its
+	// own directory. A user who makes memwho run from a directory they
+	// own (a hard link, where protected_hardlinks is off; a symlink) and
+	// plants a memwho-agent there must get a program that runs as
+	// themselves with no capability, nothing more.
+	t.Run("planted memwho-agent beside a link to memwho", func(t *testing.T) {
+		own := e.ownDir(t, "planted")
+		probe := filepath.Join(own, "caps")
+		fake := "#!/bin/sh\ngrep -E '^(Uid|CapPrm|CapEff|CapAmb|NoNewPrivs)' /proc/self/status > " + probe + "\n"
+		agentPath := filepath.Join(own, "memwho-agent")
+		if err := os.WriteFile(agentPath, []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(agentPath, e.user.UID, e.user.GID)
+		// As root, the hard link protected_hardlinks would refuse the
+		// user: the worst case, a file with the capabilities in the
+		// user's directory.
+		hard := filepath.Join(own, "memwho")
+		if err := os.Link(e.bin, hard); err != nil {
+			t.Skipf("cannot hard-link the installed binary: %v", err)
+		}
+		for _, name := range []string{"serve", "record", "leaks", "export"} {
+			os.Remove(probe)
+			c := e.cmd(name, "--help")
+			c.Path, c.Args = "/usr/bin/setpriv", append(c.Args[:len(c.Args)-3], hard, name, "--help")
+			out, _ := c.CombinedOutput()
+			b, err := os.ReadFile(probe)
+			if err != nil {
+				t.Fatalf("%s: the planted program did not run (%v): %s", name, err, out)
+			}
+			st := string(b)
+			for _, want := range []string{"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", e.user.UID, e.user.UID, e.user.UID, e.user.UID)} {
+				if !strings.Contains(st, want) {
+					t.Errorf("memwho %s ran the planted memwho-agent with more than the user's rights: want %q in\n%s", name, strings.ReplaceAll(want, "\t", " "), st)
+				}
+			}
+		}
 	})
 	// The security review's attacks (docs/safe.md, "An adversarial review").
 	e.checkReviewAttacks(t)

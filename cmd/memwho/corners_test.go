@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
@@ -19,9 +20,9 @@ func TestCornerExitCodes(t *testing.T) {
 		code   int
 		output bool
 	}{
-		{[]string{"-p", "999999"}, exitFailure, false},
-		{[]string{"-p", "6570,999999"}, exitOK, true},
-		{[]string{"--system"}, exitOK, true},
+		{[]string{"-p", "999999"}, cli.ExitFailure, false},
+		{[]string{"-p", "6570,999999"}, cli.ExitOK, true},
+		{[]string{"--system"}, cli.ExitOK, true},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"--proc", root}, tc.args...), &stdout, &stderr)
@@ -33,7 +34,7 @@ func TestCornerExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--proc", root, "--system"}, &stdout, &stderr); code != exitFailure || stdout.Len() == 0 {
+	if code := run(context.Background(), []string{"--proc", root, "--system"}, &stdout, &stderr); code != cli.ExitFailure || stdout.Len() == 0 {
 		t.Errorf("--system without meminfo: exit %d, %d bytes of output; want 1 after the report", code, stdout.Len())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/memwho/memwho/internal/cli"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -12,13 +14,13 @@ func TestExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"--help"}, exitOK},
-		{[]string{"--no-such-flag"}, exitUsage},
-		{[]string{"--filter", "(["}, exitUsage},
-		{[]string{"--proc", "/does/not/exist"}, exitUsage},
-		{[]string{"-u", "no-such-user-here"}, exitUsage},
-		{[]string{"--by", "x"}, exitUsage},
-		{[]string{"--cpuprofile", "/does/not/exist/cpu.out"}, exitFailure},
+		{[]string{"--help"}, cli.ExitOK},
+		{[]string{"--no-such-flag"}, cli.ExitUsage},
+		{[]string{"--filter", "(["}, cli.ExitUsage},
+		{[]string{"--proc", "/does/not/exist"}, cli.ExitUsage},
+		{[]string{"-u", "no-such-user-here"}, cli.ExitUsage},
+		{[]string{"--by", "x"}, cli.ExitUsage},
+		{[]string{"--cpuprofile", "/does/not/exist/cpu.out"}, cli.ExitFailure},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -26,10 +28,10 @@ func TestExitCodes(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit code = %d, want %d (stderr %q)", code, tc.code, stderr.String())
 			}
-			if code != exitOK && stdout.Len() != 0 {
+			if code != cli.ExitOK && stdout.Len() != 0 {
 				t.Errorf("stdout = %q on failure, want nothing", stdout.String())
 			}
-			if code == exitFailure || code == exitUsage && !strings.Contains(stderr.String(), "flag provided") {
+			if code == cli.ExitFailure || code == cli.ExitUsage && !strings.Contains(stderr.String(), "flag provided") {
 				if lines := strings.Count(stderr.String(), "memwho: error:"); lines != 1 {
 					t.Errorf("stderr has %d error lines, want 1: %q", lines, stderr.String())
 				}

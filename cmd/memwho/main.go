@@ -1,5 +1,11 @@
 // Command memwho reports who is using RAM and swap: proportional set size
-// per program, process, user or cgroup.
+// per program, process, user or cgroup, once (report) or live (watch).
+//
+// This is the binary a user runs, and the one the privileged install
+// gives capabilities to, so it holds only what reading /proc and showing
+// it needs. The agent and history commands (serve, record, leaks,
+// export) live in memwho-agent, which memwho runs in its place, with no
+// capability left, when one of them is asked for (agent.go).
 package main
 
 import (
@@ -14,11 +20,18 @@ import (
 	"syscall"
 
 	"github.com/memwho/memwho/internal/cli"
-	"github.com/memwho/memwho/internal/store"
+	"github.com/memwho/memwho/internal/privilege"
 )
 
 // version is set by release builds with -ldflags "-X main.version=...".
 var version = ""
+
+// init runs before main, flags and files: a setuid-root install becomes
+// the real user here, and no capability is effective until a command has
+// parsed its configuration and decided what it keeps
+// (privilege.EnterScan). It looks at no argument and no variable but the
+// kernel's AT_SECURE flag.
+func init() { privilege.MustSetup() }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -27,31 +40,14 @@ func main() {
 	os.Exit(code)
 }
 
-// Exit codes.
-const (
-	exitOK      = 0
-	exitFailure = 1 // the command could not do its work
-	exitUsage   = 2 // the command line was wrong
-)
-
-// usageError is a mistake on the command line: exit code 2. Packages
-// that validate a command's configuration return it too.
-type usageError = cli.UsageError
-
-// usagef returns a usageError.
-var usagef = cli.Usagef
-
-// errHelp is --help: the usage was printed to standard output.
-var errHelp = cli.ErrHelp
-
 // commandList is what "memwho help" lists, in this order.
 var commandList = []struct{ name, summary string }{
 	{"report", "who uses RAM and swap now (the default)"},
 	{"watch", "live view of who uses RAM and swap, with growth and leak suspects"},
-	{"serve", "Prometheus agent: serve per-group memory and TCP metrics"},
-	{"record", "sample memory periodically into a history database"},
-	{"leaks", "rank what grows in the recorded history (leak suspects)"},
-	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
+	{"serve", "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)"},
+	{"record", "sample memory periodically into a history database (memwho-agent)"},
+	{"leaks", "rank what grows in the recorded history (memwho-agent)"},
+	{"export", "write recorded history as CSV, gzip, SFTP upload (memwho-agent)"},
 	{"version", "print the version"},
 	{"help", "print this help"},
 }
@@ -62,21 +58,20 @@ var commandList = []struct{ name, summary string }{
 //go:embed usage/*.txt
 var usageTexts embed.FS
 
-// usage returns the help text of command name. {{DefaultDBHelp}} in it
-// stands for the description of the default history database, which
-// package store owns.
+// usage returns the help text of command name.
 func usage(name string) string {
 	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
 	if err != nil {
 		panic(err) // a missing embedded file is a build mistake
 	}
-	return strings.ReplaceAll(string(b), "{{DefaultDBHelp}}", store.DefaultDBHelp)
+	return string(b)
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one
-// dispatch: each command parses its flags into its configuration, and
-// only report, watch, serve and record may keep a capability, through
-// enterScan; every other command gives them all up first.
+// dispatch: report and watch may keep a capability, through
+// privilege.EnterScan; the agent's commands are handed to memwho-agent
+// (runAgent), with every capability given up first when the exec of
+// memwho gained them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name, rest := "report", args
 	if len(args) > 0 {
@@ -93,37 +88,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runReport(ctx, rest, stdout, stderr)
 	case "watch":
 		err = runWatch(ctx, rest, stdout, stderr)
-	case "serve":
-		err = runServe(ctx, rest, stdout, stderr)
-	case "record":
-		err = runRecord(ctx, rest, stdout, stderr)
+	case "serve", "record", "leaks", "export":
+		err = runAgent(name, rest)
 	default:
-		if err = dropPrivileges(); err != nil {
+		if err = privilege.Drop(); err != nil {
 			break
 		}
 		switch name {
-		case "leaks":
-			err = runLeaks(ctx, rest, stdout, stderr)
-		case "export":
-			err = runExport(ctx, rest, stdout, stderr)
 		case "version":
 			fmt.Fprintln(stdout, "memwho", buildVersion())
 		case "help":
 			fmt.Fprint(stdout, reportUsage)
 			printCommands(stdout)
 		default:
-			err = usagef("unknown command %q", name)
+			err = cli.Usagef("unknown command %q", name)
 		}
 	}
 	if err != nil {
 		// A command that failed while holding capabilities (between
-		// enterScan and its drop) gives them up before its error is
+		// EnterScan and its drop) gives them up before its error is
 		// written: a write to stderr can block.
-		if derr := dropPrivileges(); derr != nil {
+		if derr := privilege.Drop(); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}
-	return exitCode(err, stderr)
+	return cli.Exit(err, stderr)
 }
 
 func printCommands(w io.Writer) {
@@ -132,35 +121,6 @@ func printCommands(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 }
-
-// newFlagSet and parseFlags are the commands' flag parsing (package
-// cli): errors are one usage line, --help prints to standard output.
-var (
-	newFlagSet = cli.NewFlagSet
-	parseFlags = cli.Parse
-)
-
-// exitCode prints err as one "memwho: error:" line (plus hints) and maps
-// it to an exit code.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return exitOK
-	}
-	if errors.Is(err, errHelp) {
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "memwho: error: %s\n", sanitizeMessage(err.Error()))
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "memwho: hint: see 'memwho --help'")
-		return exitUsage
-	}
-	return exitFailure
-}
-
-// sanitizeMessage keeps error text on one line: errors can quote user input
-// and process names.
-func sanitizeMessage(s string) string { return cli.OneLine(s) }
 
 // buildVersion is what "memwho --version" prints (cli.Version).
 func buildVersion() string { return cli.Version(version) }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/privilege/privtest"
 	"github.com/memwho/memwho/internal/proc/proctest"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -142,7 +144,7 @@ func TestHostileNameLive(t *testing.T) {
 			args = append(args, format)
 		}
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
 			t.Fatalf("memwho %v: exit %d: %s", args, code, stderr.String())
 		}
 		out[i] = stdout.String()
@@ -155,7 +157,7 @@ func TestHostileNameLive(t *testing.T) {
 // TestPrivilegedInstall).
 func TestOpenInputOutput(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "out")
-	f, err := createOutput(p)
+	f, err := privilege.CreateOutput(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestOpenInputOutput(t *testing.T) {
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	in, err := openInput(p)
+	in, err := privilege.OpenInput(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +174,8 @@ func TestOpenInputOutput(t *testing.T) {
 	if string(b) != "x" {
 		t.Errorf("read back %q, want %q", b, "x")
 	}
-	if _, err := openInput(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("openInput of a missing file: %v, want not exist", err)
+	if _, err := privilege.OpenInput(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("privilege.OpenInput of a missing file: %v, want not exist", err)
 	}
 }
 
@@ -204,8 +206,8 @@ func TestScanPolicy(t *testing.T) {
 		{"no-such-command", true, nil},
 	}
 	for _, tt := range tests {
-		if got := scanPolicy(tt.cmd, tt.conns); fmt.Sprint(got) != fmt.Sprint(tt.want) {
-			t.Errorf("scanPolicy(%q, %v) = %v, want %v", tt.cmd, tt.conns, got, tt.want)
+		if got := privilege.ScanPolicy(tt.cmd, tt.conns); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("privilege.ScanPolicy(%q, %v) = %v, want %v", tt.cmd, tt.conns, got, tt.want)
 		}
 	}
 }
@@ -254,6 +256,13 @@ func installPrivileged(t *testing.T, extra ...string) *privEnv {
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, out)
 		}
+	}
+	// memwho-agent, found beside the binary by the install script: the
+	// serve and record attacks go through memwho's exec of it.
+	build := exec.Command(gobin, "build", "-trimpath", "-o", filepath.Join(e.dir, "memwho-agent"), "../memwho-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build memwho-agent: %v\n%s", err, out)
 	}
 	prefix := filepath.Join(e.dir, "prefix")
 	const group = "memwho-testgrp"
@@ -628,14 +637,14 @@ func (e *privEnv) checkUserPaths(t *testing.T) {
 	t.Cleanup(func() { os.Remove(etcX) })
 
 	t.Run("--proc root-only directory", func(t *testing.T) {
-		e.checkRefused(t, exitUsage, "--proc: "+filepath.Join(private, "proc")+": permission denied", "--proc", filepath.Join(private, "proc"))
+		e.checkRefused(t, cli.ExitUsage, "--proc: "+filepath.Join(private, "proc")+": permission denied", "--proc", filepath.Join(private, "proc"))
 	})
 	// A profile would be written by the privileged binary: refused
 	// outright, whatever the path, before anything is created.
 	for _, p := range []string{etcX, filepath.Join(private, "y"), rootFile, "/root/memwho-test-" + strconv.Itoa(os.Getpid())} {
 		for _, flag := range []string{"--cpuprofile", "--memprofile"} {
 			t.Run(flag+" "+p, func(t *testing.T) {
-				e.checkRefused(t, exitUsage, "not available in the privileged install", flag, p)
+				e.checkRefused(t, cli.ExitUsage, "not available in the privileged install", flag, p)
 				if p == rootFile {
 					if b, _ := os.ReadFile(rootFile); string(b) != "keep\n" {
 						t.Errorf("root-owned file was changed: %q", b)

@@ -21,7 +21,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	}
 	first := strings.Join(lines, "\n")
 	for _, want := range []string{
-		"go build -trimpath -o memwho ./cmd/memwho && ./memwho",
+		"go build -trimpath -o . ./cmd/memwho ./cmd/memwho-agent && ./memwho",
 		"./scripts/test.sh",
 	} {
 		if !strings.Contains(first, want) {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
@@ -60,60 +57,52 @@ func (f *reportFlags) plan() (*sample.Selection, error) {
 	p := &sample.Selection{Reverse: f.reverse, Top: f.top}
 	var err error
 	if p.By, err = sample.ParseBy(f.by); err != nil {
-		return nil, usagef("--by: %v", err)
+		return nil, cli.Usagef("--by: %v", err)
 	}
 	if p.Sort, err = sample.ParseSort(f.sortCol); err != nil {
-		return nil, usagef("--sort: %v", err)
+		return nil, cli.Usagef("--sort: %v", err)
 	}
 	if p.Filter, err = cli.CompileFilter(f.filter); err != nil {
 		return nil, err
 	}
 	if f.pids != "" {
 		if p.PIDs, err = sample.ParsePIDs(f.pids); err != nil {
-			return nil, usagef("-p: %v", err)
+			return nil, cli.Usagef("-p: %v", err)
 		}
 	}
 	if f.user != "" {
 		if p.UID, err = sample.LookupUser(f.user); err != nil {
-			return nil, usagef("-u: %v", err)
+			return nil, cli.Usagef("-u: %v", err)
 		}
 		p.HasUID = true
 	}
 	if f.top < 0 {
-		return nil, usagef("--top: must not be negative")
+		return nil, cli.Usagef("--top: must not be negative")
 	}
 	if f.json && f.csv {
-		return nil, usagef("--json and --csv exclude each other")
+		return nil, cli.Usagef("--json and --csv exclude each other")
 	}
 	if f.total && (f.json || f.csv) {
-		return nil, usagef("--total prints one number; it excludes --json and --csv")
+		return nil, cli.Usagef("--total prints one number; it excludes --json and --csv")
 	}
 	if f.sandbox && (f.cpuprofile != "" || f.memprofile != "") {
 		// Landlock forbids the rename that publishes a file.
-		return nil, usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
+		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
 	}
 	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
 		// A profile would be written by the privileged binary: keep
 		// the code that runs with capabilities to reading /proc and
 		// printing.
-		return nil, usagef("--cpuprofile and --memprofile are not available in the privileged install; profile a build run as root or as yourself")
+		return nil, cli.Usagef("--cpuprofile and --memprofile are not available in the privileged install; profile a build run as root or as yourself")
 	}
 	return p, nil
 }
 
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
-}
-
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlagSet("memwho")
+	fs := cli.NewFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
-	if err := parseFlags(fs, reportUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, reportUsage, args, stdout); err != nil {
 		return err
 	}
 	plan, err := f.plan()
@@ -124,7 +113,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Every file the user named is opened before the scan (only when
 	// memwho is not elevated: see plan), so that a refused path costs
 	// nothing and the --sandbox can forbid new opens.
-	prof, err := profile.Start(f.cpuprofile, f.memprofile, createOutput)
+	prof, err := profile.Start(f.cpuprofile, f.memprofile, privilege.CreateOutput)
 	if err != nil {
 		return err
 	}
@@ -134,7 +123,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
-	procFS, err := enterScan("report", f.procDir, f.conns, stderr)
+	procFS, err := privilege.EnterScan("report", f.procDir, f.conns, stderr)
 	if err != nil {
 		return err
 	}
@@ -143,7 +132,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// the drop: a write to stderr can block.
 	var warnings []string
 	if f.sandbox {
-		w, err := sandboxScan(procFS)
+		w, err := privilege.SandboxScan(procFS)
 		if err != nil {
 			return err
 		}
@@ -170,7 +159,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, &snap)))
 	}
 	// The scan was the only step that needed privilege.
-	if err := dropPrivileges(); err != nil {
+	if err := privilege.Drop(); err != nil {
 		return err
 	}
 	for _, w := range warnings {
@@ -220,21 +209,4 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("--system: cannot read %s/meminfo (%v): the report above has no system section", f.procDir, snap.MeminfoErr)
 	}
 	return nil
-}
-
-// createOutput starts a file the user asked us to write: a new temporary
-// file beside path, mode 0600, renamed over path by Commit (see package
-// atomicfile); the caller must Commit or Abort it.
-//
-// When memwho runs with more privilege than its user, the file is opened
-// with the user's identity (privilege.OpenFile): it succeeds exactly when
-// the user could have created it, and the new file is the user's.
-func createOutput(path string) (*atomicfile.File, error) {
-	return atomicfile.CreateWith(path, 0, privilege.OpenFile)
-}
-
-// openInput opens a file the user asked us to read, with the user's
-// identity (see createOutput): nothing the user could not read.
-func openInput(path string) (*os.File, error) {
-	return privilege.OpenFile(path, os.O_RDONLY, 0)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/watch"
@@ -16,7 +17,7 @@ import (
 var watchUsage = usage("watch")
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memwho watch")
+	fs := cli.NewFlagSet("memwho watch")
 	var (
 		interval                time.Duration
 		by, filter, sortCol, pr string
@@ -34,22 +35,22 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&fast, "fast", false, "")
 	fs.BoolVar(&conns, "conns", false, "")
 	fs.StringVar(&pr, "proc", "/proc", "")
-	if err := parseFlags(fs, watchUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, watchUsage, args, stdout); err != nil {
 		return err
 	}
 	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns}
 	var err error
 	if interval <= 0 {
-		return usagef("--interval: must be positive")
+		return cli.Usagef("--interval: must be positive")
 	}
 	if count < 0 {
-		return usagef("--count: must not be negative")
+		return cli.Usagef("--count: must not be negative")
 	}
 	if opt.By, err = sample.ParseBy(by); err != nil {
-		return usagef("--by: %v", err)
+		return cli.Usagef("--by: %v", err)
 	}
 	if opt.Sort, err = watch.ParseSort(sortCol); err != nil {
-		return usagef("--sort: %v", err)
+		return cli.Usagef("--sort: %v", err)
 	}
 	if opt.Filter, err = cli.CompileFilter(filter); err != nil {
 		return err
@@ -59,7 +60,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The sampling engine re-walks a process's page tables only when its
 	// resident size moved (and every process at least every 60 ticks):
 	// the right cost for a view that refreshes every few seconds.
-	procFS, err := enterScan("watch", pr, conns, stderr)
+	procFS, err := privilege.EnterScan("watch", pr, conns, stderr)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/cli/clitest"
 	"github.com/memwho/memwho/internal/export"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -135,7 +136,7 @@ func TestExportSQLite(t *testing.T) {
 		if got, want := gunzipFile(t, a), storeCSV(t, db, store.Query{}, store.TableUsage); !bytes.Equal(got, want) {
 			t.Errorf("gunzipped export differs from the store's CSV (%d vs %d bytes)", len(got), len(want))
 		}
-		noTemps(t, dir)
+		clitest.NoTemps(t, dir)
 	})
 
 	t.Run("since until host table", func(t *testing.T) {
@@ -156,7 +157,7 @@ func TestExportSQLite(t *testing.T) {
 	})
 }
 
-// TestWriteFileAtomic: -o through export.ToFile and createOutput: a failed export leaves neither the final name nor
+// TestWriteFileAtomic: -o through export.ToFile and privilege.CreateOutput: a failed export leaves neither the final name nor
 // the temporary file; a successful one replaces the old file.
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
@@ -166,7 +167,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	errDB := errors.New("database went away")
 	ctx := context.Background()
-	err := export.ToFile(ctx, name, createOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
+	err := export.ToFile(ctx, name, privilege.CreateOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		io.WriteString(w, "half a file")
 		return errDB
 	})
@@ -176,8 +177,8 @@ func TestWriteFileAtomic(t *testing.T) {
 	if b, _ := os.ReadFile(name); string(b) != "old\n" {
 		t.Errorf("after a failed write the file holds %q, want the old content", b)
 	}
-	noTemps(t, dir)
-	if err := export.ToFile(ctx, name, createOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
+	clitest.NoTemps(t, dir)
+	if err := export.ToFile(ctx, name, privilege.CreateOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		_, err := io.WriteString(w, "new\n")
 		return err
 	}); err != nil {
@@ -189,15 +190,6 @@ func TestWriteFileAtomic(t *testing.T) {
 }
 
 // noTemps fails the test if dir holds a temporary file of atomicfile.
-func noTemps(t *testing.T, dir string) {
-	t.Helper()
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if atomicfile.IsTemp(e.Name()) {
-			t.Errorf("temporary file %s left behind", e.Name())
-		}
-	}
-}
 
 // TestExportSymlinkAttack: links planted where export -o writes (the old
 // fixed FILE.tmp name, and FILE itself) never make it write through them:
@@ -230,7 +222,7 @@ func TestExportSymlinkAttack(t *testing.T) {
 			if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 				t.Errorf("out.csv: %v %v, want a regular file, mode 0600", st.Mode(), err)
 			}
-			noTemps(t, work)
+			clitest.NoTemps(t, work)
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
@@ -123,7 +124,7 @@ type leaksOutput struct {
 func runJSON(t *testing.T, args ...string) leaksOutput {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("memwho %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
 	}
 	var out leaksOutput
@@ -149,7 +150,7 @@ func TestLeaksSyntheticLeaker(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")
 	pids := fmt.Sprintf("%d,%d,%d", leaker, flat, saw)
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"record", "--interval", "100ms", "--count", "30", "-p", pids, "--db", db, "--host", "lab"}, &bytes.Buffer{}, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"record", "--interval", "100ms", "--count", "30", "-p", pids, "--db", db, "--host", "lab"}, &bytes.Buffer{}, &stderr); code != cli.ExitOK {
 		t.Fatalf("record: exit %d: %s", code, stderr.String())
 	}
 
@@ -178,7 +179,7 @@ func TestLeaksSyntheticLeaker(t *testing.T) {
 	// The table names it too, with its pid.
 	var stdout bytes.Buffer
 	stderr.Reset()
-	if code := run(context.Background(), []string{"leaks", "--db", db, "--host", "lab", "--top", "3"}, &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"leaks", "--db", db, "--host", "lab", "--top", "3"}, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("leaks: exit %d: %s", code, stderr.String())
 	}
 	if os.Getenv("MEMWHO_DUMP") != "" {
@@ -244,7 +245,7 @@ func TestLeaksGolden(t *testing.T) {
 		t.Run(c.golden, func(t *testing.T) {
 			args := append([]string{"leaks", "--db", db, "--host", "web1", "--until", until.Format(time.RFC3339)}, c.args...)
 			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			path := filepath.Join("testdata", c.golden)
@@ -272,13 +273,13 @@ func TestLeaksErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--host", "web2", "--until", "2026-03-01T12:00:00Z"}, exitFailure, `no samples of host web2 between 2026-03-01T06:00:00Z and 2026-03-01T12:00:00Z; the window has samples of "web1" (use --host NAME or --all-hosts)`},
-		{[]string{"--all-hosts", "--until", "2025-01-01"}, exitFailure, "no samples of any host between"},
-		{[]string{"--window", "0"}, exitUsage, "--window: bad duration"},
-		{[]string{"--kind", "tree"}, exitUsage, `--kind: unknown row kind "tree"`},
-		{[]string{"--host", "a", "--all-hosts"}, exitUsage, "exclude each other"},
-		{[]string{"--until", "yesterday"}, exitUsage, "--until:"},
-		{[]string{"--top", "-1"}, exitUsage, "--top: must not be negative"},
+		{[]string{"--host", "web2", "--until", "2026-03-01T12:00:00Z"}, cli.ExitFailure, `no samples of host web2 between 2026-03-01T06:00:00Z and 2026-03-01T12:00:00Z; the window has samples of "web1" (use --host NAME or --all-hosts)`},
+		{[]string{"--all-hosts", "--until", "2025-01-01"}, cli.ExitFailure, "no samples of any host between"},
+		{[]string{"--window", "0"}, cli.ExitUsage, "--window: bad duration"},
+		{[]string{"--kind", "tree"}, cli.ExitUsage, `--kind: unknown row kind "tree"`},
+		{[]string{"--host", "a", "--all-hosts"}, cli.ExitUsage, "exclude each other"},
+		{[]string{"--until", "yesterday"}, cli.ExitUsage, "--until:"},
+		{[]string{"--top", "-1"}, cli.ExitUsage, "--top: must not be negative"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -290,7 +291,7 @@ func TestLeaksErrors(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"leaks", "--db", filepath.Join(t.TempDir(), "none.db")}, &bytes.Buffer{}, &stderr)
-	if code != exitFailure || !strings.Contains(stderr.String(), "run 'memwho record' first") {
+	if code != cli.ExitFailure || !strings.Contains(stderr.String(), "run 'memwho record' first") {
 		t.Errorf("missing database: exit %d, stderr %q", code, stderr.String())
 	}
 }
@@ -320,7 +321,7 @@ func BenchmarkLeaks(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
 			b.Fatalf("exit %d: %s", code, stderr.String())
 		}
 	}

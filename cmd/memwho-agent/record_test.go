@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/pgtest"
 	"github.com/memwho/memwho/internal/store/sqlite"
@@ -23,7 +24,7 @@ import (
 func TestRecordSchemaTooNew(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"record", "--once", "--db", db}, &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"record", "--once", "--db", db}, &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("record: exit %d: %s", code, stderr.String())
 	}
 	raw, err := sql.Open("sqlite", db)
@@ -36,7 +37,7 @@ func TestRecordSchemaTooNew(t *testing.T) {
 	raw.Close()
 	stderr.Reset()
 	code := run(context.Background(), []string{"record", "--once", "--db", db}, &stdout, &stderr)
-	if code != exitFailure || !strings.Contains(stderr.String(), "newer schema") {
+	if code != cli.ExitFailure || !strings.Contains(stderr.String(), "newer schema") {
 		t.Errorf("record into a newer database: exit %d, stderr %q; want 1 and a newer-schema error", code, stderr.String())
 	}
 }

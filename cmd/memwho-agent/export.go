@@ -8,6 +8,7 @@ import (
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/export"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/store"
 )
@@ -49,15 +50,15 @@ type exportPlan struct {
 func (f *exportFlags) plan(now time.Time) (*exportPlan, error) {
 	p := &exportPlan{opt: export.Options{Gzip: f.gzip}}
 	if f.format != "csv" {
-		return nil, usagef("--format: %q is not supported (csv is)", f.format)
+		return nil, cli.Usagef("--format: %q is not supported (csv is)", f.format)
 	}
 	var err error
 	if p.table, err = store.ParseTable(f.table); err != nil {
-		return nil, usagef("--table: %v", err)
+		return nil, cli.Usagef("--table: %v", err)
 	}
 	if f.since != "" {
 		if p.query.Since, err = cli.ParseTime(f.since, now); err != nil {
-			return nil, usagef("--since: %v", err)
+			return nil, cli.Usagef("--since: %v", err)
 		}
 	}
 	// An open end would move between a failed upload and its retry; fix
@@ -65,34 +66,34 @@ func (f *exportFlags) plan(now time.Time) (*exportPlan, error) {
 	p.query.Until = now.Truncate(time.Millisecond)
 	if f.until != "" {
 		if p.query.Until, err = cli.ParseTime(f.until, now); err != nil {
-			return nil, usagef("--until: %v", err)
+			return nil, cli.Usagef("--until: %v", err)
 		}
 	}
 	if !p.query.Since.IsZero() && !p.query.Since.Before(p.query.Until) {
-		return nil, usagef("--since %s is not before --until %s", p.query.Since.Format(time.RFC3339), p.query.Until.Format(time.RFC3339))
+		return nil, cli.Usagef("--since %s is not before --until %s", p.query.Since.Format(time.RFC3339), p.query.Until.Format(time.RFC3339))
 	}
 	p.query.Host = f.host
 	p.query.NoRows = p.table == store.TableSamples
 	if f.output != "" && f.up.URL != "" {
-		return nil, usagef("-o and --upload exclude each other")
+		return nil, cli.Usagef("-o and --upload exclude each other")
 	}
 	if f.up.URL == "" && (f.up.Identity != "" || f.up.KnownHosts != "") {
-		return nil, usagef("--identity and --known-hosts go with --upload")
+		return nil, cli.Usagef("--identity and --known-hosts go with --upload")
 	}
 	if f.up.Retries < 0 {
-		return nil, usagef("--retries: must not be negative")
+		return nil, cli.Usagef("--retries: must not be negative")
 	}
 	if p.db, err = f.history.target(); err != nil {
-		return nil, usagef("--db: %v", err)
+		return nil, cli.Usagef("--db: %v", err)
 	}
 	return p, nil
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memwho export")
+	fs := cli.NewFlagSet("memwho export")
 	var f exportFlags
 	f.register(fs)
-	if err := parseFlags(fs, exportUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, exportUsage, args, stdout); err != nil {
 		return err
 	}
 	plan, err := f.plan(time.Now())
@@ -101,13 +102,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if f.gzip && f.output == "" && f.up.URL == "" && report.IsTerminal(stdout) {
 		// gzip(1)'s rule: binary garbage on a terminal helps nobody.
-		return usagef("compressed data not written to a terminal: use -o FILE or a redirection")
+		return cli.Usagef("compressed data not written to a terminal: use -o FILE or a redirection")
 	}
 	var up func(ctx context.Context, src export.Source) error
 	if f.up.URL != "" {
 		// Before opening the database: a wrong URL or key should not
 		// wait for a query.
-		f.up.Open, f.up.Log = openInput, stderr
+		f.up.Open, f.up.Log = privilege.OpenInput, stderr
 		if up, err = export.PrepareUpload(&f.up, plan.opt); err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case f.output == "" || f.output == "-":
 		_, err = export.Run(ctx, stdout, plan.opt, src)
 	default:
-		err = export.ToFile(ctx, f.output, createOutput, plan.opt, src)
+		err = export.ToFile(ctx, f.output, privilege.CreateOutput, plan.opt, src)
 	}
 	if err == nil {
 		err = st.Close()

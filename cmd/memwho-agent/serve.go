@@ -10,6 +10,7 @@ import (
 	"github.com/memwho/memwho/internal/agent"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/sample"
 )
 
@@ -46,13 +47,13 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memwho serve")
+	fs := cli.NewFlagSet("memwho serve")
 	var f serveFlags
 	f.register(fs)
 	if err := cli.ApplyEnv(fs); err != nil {
 		return err
 	}
-	if err := parseFlags(fs, serveUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, serveUsage, args, stdout); err != nil {
 		return err
 	}
 	opt, err := f.options()
@@ -65,11 +66,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// first walk, and before any socket exists. The web config and
 		// its certificates are read here, before enterScan, with the
 		// user's own rights.
-		if lp, err = f.listen.Plan(openInput); err != nil {
+		if lp, err = f.listen.Plan(privilege.OpenInput); err != nil {
 			return err
 		}
 	}
-	procFS, err := enterScan("serve", f.procDir, f.conns && !f.fast, stderr)
+	procFS, err := privilege.EnterScan("serve", f.procDir, f.conns && !f.fast, stderr)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func (f *serveFlags) options() (agent.Options, error) {
 	by, err := sample.ParseBy(f.by)
 	if err != nil {
-		return agent.Options{}, usagef("--by: %v", err)
+		return agent.Options{}, cli.Usagef("--by: %v", err)
 	}
 	opt := agent.Options{
 		Engine: engine.Options{

@@ -14,22 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/cli/clitest"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
 )
-
-// oneErrorLine fails the test unless stderr is exactly one
-// "memwho: error:" line containing want.
-func oneErrorLine(t *testing.T, stderr, want string) {
-	t.Helper()
-	if strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "memwho: error: ") || !strings.Contains(stderr, want) {
-		t.Errorf("stderr = %q, want one 'memwho: error:' line about %q", stderr, want)
-	}
-}
 
 // TestForeignDatabaseCLI: leaks, export and record pointed at another
 // program's SQLite file refuse it with one error line and add no table.
@@ -49,10 +41,10 @@ func TestForeignDatabaseCLI(t *testing.T) {
 		{"record", "--once", "--db", path, "-p", strconv.Itoa(os.Getpid())},
 	} {
 		_, errOut, code := memwho(args...)
-		if code != exitFailure {
-			t.Errorf("memwho %s: exit %d, want %d", args[0], code, exitFailure)
+		if code != cli.ExitFailure {
+			t.Errorf("memwho %s: exit %d, want %d", args[0], code, cli.ExitFailure)
 		}
-		oneErrorLine(t, errOut, "not a memwho history database")
+		clitest.OneErrorLine(t, errOut, "not a memwho history database")
 	}
 	db, _ = sql.Open("sqlite", "file:"+path+"?mode=ro")
 	defer db.Close()
@@ -72,7 +64,7 @@ func TestReadersCreateNothing(t *testing.T) {
 	for _, cmd := range []string{"leaks", "export"} {
 		for _, db := range []string{filepath.Join(dir, "missing.db"), empty} {
 			_, errOut, code := memwho(cmd, "--db", db, "--host", "x")
-			if code != exitFailure || !strings.Contains(errOut, "no history recorded yet") {
+			if code != cli.ExitFailure || !strings.Contains(errOut, "no history recorded yet") {
 				t.Errorf("%s --db %s: exit %d, %q", cmd, filepath.Base(db), code, errOut)
 			}
 		}
@@ -163,40 +155,6 @@ func TestHostileNamesOut(t *testing.T) {
 	}
 }
 
-// mountTinyTmpfs mounts a tmpfs of size bytes on a new temporary
-// directory for the test; it skips unless run as root.
-func mountTinyTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "memwho-test", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
-	return dir
-}
-
-// fill writes a file in dir until the file system is full.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
-
 // TestFullDisk: every command that writes a file fails, with one error
 // line and exit 1, when the disk is full, and leaves an older file of
 // that name as it was.
@@ -204,42 +162,25 @@ func TestFullDisk(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	t.Run("export -o", func(t *testing.T) {
 		db := writeHistory(t, filepath.Join(t.TempDir(), "h.db"), 20, "web1")
-		dir := mountTinyTmpfs(t, "64k")
+		dir := clitest.MountTinyTmpfs(t, "64k")
 		out := filepath.Join(dir, "out.csv")
 		os.WriteFile(out, []byte("old\n"), 0o644)
-		fill(t, dir)
+		clitest.Fill(t, dir)
 		_, errOut, code := memwho("export", "--db", db, "-o", out)
-		if code != exitFailure {
-			t.Errorf("exit %d, want %d", code, exitFailure)
+		if code != cli.ExitFailure {
+			t.Errorf("exit %d, want %d", code, cli.ExitFailure)
 		}
-		oneErrorLine(t, errOut, "no space left on device")
+		clitest.OneErrorLine(t, errOut, "no space left on device")
 		if b, _ := os.ReadFile(out); string(b) != "old\n" {
 			t.Errorf("out.csv holds %.40q, want the old content", b)
 		}
-		noTemps(t, dir)
+		clitest.NoTemps(t, dir)
 	})
-	for _, flag := range []string{"--cpuprofile", "--memprofile"} {
-		t.Run(flag, func(t *testing.T) {
-			dir := mountTinyTmpfs(t, "64k")
-			prof := filepath.Join(dir, "prof")
-			os.WriteFile(prof, []byte("old\n"), 0o644)
-			fill(t, dir)
-			_, errOut, code := memwho(flag, prof, "-t", "-p", self)
-			if code != exitFailure {
-				t.Errorf("exit %d, want %d", code, exitFailure)
-			}
-			oneErrorLine(t, errOut, flag+": write "+prof+": no space left on device")
-			if b, _ := os.ReadFile(prof); string(b) != "old\n" {
-				t.Errorf("profile holds %.40q, want the old content", b)
-			}
-			noTemps(t, dir)
-		})
-	}
 	t.Run("record", func(t *testing.T) {
 		// The disk fills while record runs, as it would in production:
 		// the samples after that are not stored, and record must say so
 		// and stop, not warn and carry on.
-		dir := mountTinyTmpfs(t, "1m")
+		dir := clitest.MountTinyTmpfs(t, "1m")
 		db := filepath.Join(dir, "h.db")
 		cmd := memwhoCmd(t, "record", "--count", "200", "--interval", "20ms", "--db", db, "-p", self, "--groups", "none", "-v")
 		stderr, err := cmd.StderrPipe()
@@ -255,12 +196,12 @@ func TestFullDisk(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatalf("first line %q, %v; want a sample", first, err)
 		}
-		fill(t, dir)
+		clitest.Fill(t, dir)
 		rest, _ := io.ReadAll(r)
 		err = cmd.Wait()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
-			t.Errorf("record on a full disk: %v, want exit %d", err, exitFailure)
+		if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitFailure {
+			t.Errorf("record on a full disk: %v, want exit %d", err, cli.ExitFailure)
 		}
 		var errLines []string
 		for _, l := range strings.SplitAfter(string(rest), "\n") {
@@ -268,7 +209,7 @@ func TestFullDisk(t *testing.T) {
 				errLines = append(errLines, l)
 			}
 		}
-		oneErrorLine(t, strings.Join(errLines, ""), "not stored")
+		clitest.OneErrorLine(t, strings.Join(errLines, ""), "not stored")
 		t.Logf("record on a full disk: %s", strings.Join(errLines, ""))
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/record"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
@@ -57,34 +58,34 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 		return nil, nil, err
 	}
 	if c.Interval <= 0 {
-		return nil, nil, usagef("--interval: must be positive")
+		return nil, nil, cli.Usagef("--interval: must be positive")
 	}
 	if f.count < 0 {
-		return nil, nil, usagef("--count: must not be negative")
+		return nil, nil, cli.Usagef("--count: must not be negative")
 	}
 	c.Count = f.count
 	if f.once {
 		if f.count > 1 {
-			return nil, nil, usagef("--once and --count %d exclude each other", f.count)
+			return nil, nil, cli.Usagef("--once and --count %d exclude each other", f.count)
 		}
 		c.Count = 1
 	}
 	if c.Kinds, err = store.ParseKinds(f.groups); err != nil {
-		return nil, nil, usagef("--groups: %v", err)
+		return nil, nil, cli.Usagef("--groups: %v", err)
 	}
 	if c.Keep, err = cli.ParseDays(f.keep); err != nil {
-		return nil, nil, usagef("--keep: %v", err)
+		return nil, nil, cli.Usagef("--keep: %v", err)
 	}
 	if c.MaxSize, err = cli.ParseSize(f.maxSize); err != nil {
-		return nil, nil, usagef("--max-size: %v", err)
+		return nil, nil, cli.Usagef("--max-size: %v", err)
 	}
 	if c.SpoolMax, err = cli.ParseSize(f.spoolMax); err != nil {
-		return nil, nil, usagef("--spool-max: %v", err)
+		return nil, nil, cli.Usagef("--spool-max: %v", err)
 	}
 	var pids []int
 	if f.pids != "" {
 		if pids, err = sample.ParsePIDs(f.pids); err != nil {
-			return nil, nil, usagef("-p: %v", err)
+			return nil, nil, cli.Usagef("-p: %v", err)
 		}
 	}
 	if c.Host = f.host; c.Host == "" {
@@ -100,10 +101,10 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 var newRecordScanner = func(opt engine.Options) (record.Scanner, error) { return engine.New(opt) }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlagSet("memwho record")
+	fs := cli.NewFlagSet("memwho record")
 	var f recordFlags
 	f.register(fs)
-	if err := parseFlags(fs, recordUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, recordUsage, args, stdout); err != nil {
 		return err
 	}
 	cfg, pids, err := f.config()
@@ -124,7 +125,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
-	procFS, err := enterScan("record", f.procDir, false, stderr)
+	procFS, err := privilege.EnterScan("record", f.procDir, false, stderr)
 	if err != nil {
 		return err
 	}

@@ -44,18 +44,18 @@ func (f *leaksFlags) report(now time.Time) (*leaks.Report, string, error) {
 		return nil, "", err
 	}
 	if p.Window, err = cli.ParseDays(f.window); err != nil || p.Window <= 0 {
-		return nil, "", usagef("--window: bad duration %q (want 90m, 6h or 7d)", f.window)
+		return nil, "", cli.Usagef("--window: bad duration %q (want 90m, 6h or 7d)", f.window)
 	}
 	p.Until = now
 	if f.until != "" {
 		if p.Until, err = cli.ParseTime(f.until, now); err != nil {
-			return nil, "", usagef("--until: %v", err)
+			return nil, "", cli.Usagef("--until: %v", err)
 		}
 	}
 	p.Since = p.Until.Add(-p.Window)
 	if f.allHosts {
 		if f.host != "" {
-			return nil, "", usagef("--host and --all-hosts exclude each other")
+			return nil, "", cli.Usagef("--host and --all-hosts exclude each other")
 		}
 	} else if p.Host = f.host; p.Host == "" {
 		if p.Host, err = os.Hostname(); err != nil {
@@ -65,24 +65,24 @@ func (f *leaksFlags) report(now time.Time) (*leaks.Report, string, error) {
 	for _, s := range strings.Split(f.kinds, ",") {
 		k, err := store.ParseKind(strings.TrimSpace(s))
 		if err != nil {
-			return nil, "", usagef("--kind: %v (want process, program, user or cgroup)", err)
+			return nil, "", cli.Usagef("--kind: %v (want process, program, user or cgroup)", err)
 		}
 		p.Kinds = append(p.Kinds, k)
 	}
 	if p.MinGrowth, err = cli.ParseSize(f.minGrowth); err != nil {
-		return nil, "", usagef("--min-growth: %v", err)
+		return nil, "", cli.Usagef("--min-growth: %v", err)
 	}
 	if p.Top < 0 {
-		return nil, "", usagef("--top: must not be negative")
+		return nil, "", cli.Usagef("--top: must not be negative")
 	}
 	return p, db, nil
 }
 
 func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("memwho leaks")
+	fs := cli.NewFlagSet("memwho leaks")
 	var f leaksFlags
 	f.register(fs)
-	if err := parseFlags(fs, leaksUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, leaksUsage, args, stdout); err != nil {
 		return err
 	}
 	rep, db, err := f.report(time.Now())

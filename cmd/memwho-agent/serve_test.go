@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/proc/proctest"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -170,8 +171,8 @@ func TestServeTCPRefused(t *testing.T) {
 	ln.Close()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"serve", "--listen", addr}, &stdout, &stderr)
-	if code != exitUsage {
-		t.Errorf("exit %d, want %d", code, exitUsage)
+	if code != cli.ExitUsage {
+		t.Errorf("exit %d, want %d", code, cli.ExitUsage)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	if !strings.HasPrefix(lines[0], "memwho: error: --listen "+addr+" needs --web-config FILE") || !strings.Contains(lines[0], "--no-auth") {

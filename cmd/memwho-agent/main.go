@@ -1,0 +1,132 @@
+// Command memwho-agent holds memwho's agent and history commands: serve
+// (the Prometheus agent), record (history into SQLite or PostgreSQL),
+// leaks and export. memwho runs it for those commands; systemd units run
+// it directly.
+//
+// It is never installed with capabilities: what it links (HTTP and TLS,
+// SQLite, PostgreSQL, SSH) stays out of the binary the privileged install
+// gives capabilities to. serve and record keep only what root or a unit's
+// ambient capabilities gave them, through the same policy as memwho
+// (privilege.EnterScan).
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/store"
+)
+
+// version is set by release builds with -ldflags "-X main.version=...".
+var version = ""
+
+// init: see memwho's. memwho-agent is not meant to carry capabilities,
+// but if an admin gives it some, the same rules hold.
+func init() { privilege.MustSetup() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// commandList is what "memwho-agent help" lists, in this order.
+var commandList = []struct{ name, summary string }{
+	{"serve", "Prometheus agent: serve per-group memory and TCP metrics"},
+	{"record", "sample memory periodically into a history database"},
+	{"leaks", "rank what grows in the recorded history (leak suspects)"},
+	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
+	{"version", "print the version"},
+	{"help", "print this help"},
+}
+
+// usageTexts are the commands' --help texts, kept as text files so that
+// they read, and are reviewed, as the user sees them.
+//
+//go:embed usage/*.txt
+var usageTexts embed.FS
+
+// usage returns the help text of command name. {{DefaultDBHelp}} in it
+// stands for the description of the default history database, which
+// package store owns.
+func usage(name string) string {
+	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
+	if err != nil {
+		panic(err) // a missing embedded file is a build mistake
+	}
+	return strings.ReplaceAll(string(b), "{{DefaultDBHelp}}", store.DefaultDBHelp)
+}
+
+// run is main without os.Exit, so that tests can call it. It is the one
+// dispatch: serve and record may keep what the environment granted,
+// through privilege.EnterScan; leaks and export give up every capability
+// first.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	name, rest := "help", args
+	if len(args) > 0 {
+		switch a := args[0]; {
+		case a == "--version" || a == "-version":
+			name = "version"
+		case a == "--help" || a == "-help" || a == "-h":
+			name = "help"
+		case !strings.HasPrefix(a, "-"):
+			name, rest = a, args[1:]
+		default:
+			name = ""
+		}
+	}
+	var err error
+	switch name {
+	case "serve":
+		err = runServe(ctx, rest, stdout, stderr)
+	case "record":
+		err = runRecord(ctx, rest, stdout, stderr)
+	default:
+		if err = privilege.Drop(); err != nil {
+			break
+		}
+		switch name {
+		case "leaks":
+			err = runLeaks(ctx, rest, stdout, stderr)
+		case "export":
+			err = runExport(ctx, rest, stdout, stderr)
+		case "version":
+			fmt.Fprintln(stdout, "memwho-agent", buildVersion())
+		case "help":
+			fmt.Fprintln(stdout, "Usage: memwho-agent COMMAND [flags]   (memwho runs it as memwho COMMAND)")
+			printCommands(stdout)
+		case "":
+			err = cli.Usagef("a command comes first: serve, record, leaks or export")
+		default:
+			err = cli.Usagef("unknown command %q", name)
+		}
+	}
+	if err != nil {
+		// A command that failed while holding capabilities gives them
+		// up before its error is written: a write to stderr can block.
+		if derr := privilege.Drop(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
+	return cli.Exit(err, stderr)
+}
+
+func printCommands(w io.Writer) {
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commandList {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+}
+
+// buildVersion is what "memwho-agent --version" prints (cli.Version).
+func buildVersion() string { return cli.Version(version) }

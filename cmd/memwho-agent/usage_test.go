@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memwho/memwho/internal/cli"
+)
+
+// TestHelpOnce: usage asked for goes to stdout only, once, with exit 0,
+// for every command of memwho-agent, with --help, -help and -h.
+func TestHelpOnce(t *testing.T) {
+	for _, cmd := range []string{"serve", "record", "leaks", "export"} {
+		for _, flag := range []string{"--help", "-help", "-h"} {
+			args := []string{cmd, flag}
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(context.Background(), args, &stdout, &stderr)
+				if code != cli.ExitOK {
+					t.Errorf("exit %d, want 0", code)
+				}
+				if stderr.Len() != 0 {
+					t.Errorf("stderr %q, want nothing", stderr.String())
+				}
+				if n := strings.Count(stdout.String(), "Usage: memwho "+cmd); n != 1 {
+					t.Errorf("stdout holds the usage %d times, want once:\n%s", n, stdout.String())
+				}
+			})
+		}
+	}
+}
+
+// TestUsageErrorOneLine: a usage error is one error line naming the
+// flag, and a hint; never the whole usage.
+func TestUsageErrorOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--once", "--walk-budget", "NaN"},
+		{"record", "--bogus"},
+		{"leaks", "--bogus"},
+		{"export", "--bogus"},
+		{"bogus"},
+		{"--bogus"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitUsage {
+				t.Errorf("exit %d, want %d", code, cli.ExitUsage)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "memwho: error: ") || lines[1] != "memwho: hint: see 'memwho --help'" {
+				t.Errorf("stderr is not one error line and the hint:\n%s", stderr.String())
+			}
+			if stdout.Len() != 0 || strings.Contains(stderr.String(), "Usage:") {
+				t.Errorf("usage printed on an error: stdout %q stderr %q", stdout.String(), stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memwho/memwho/internal/cli"
+)
+
+// errNoExec stands in for the exec of memwho-agent in this test binary:
+// a test that reaches it unintended fails instead of being replaced.
+var errNoExec = errors.New("test: exec of memwho-agent not expected")
+
+func init() {
+	execAgent = func(string, []string) error { return errNoExec }
+}
+
+// TestRunAgentArgs: the agent's commands are handed to memwho-agent
+// beside the executable, with the command and its arguments unchanged.
+func TestRunAgentArgs(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(filepath.Dir(self), agentBinary)
+	if _, err := os.Stat(want); err != nil {
+		// The test binary's directory has none: put one there.
+		if err := os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Skipf("cannot place a fake %s beside the test binary: %v", agentBinary, err)
+		}
+		t.Cleanup(func() { os.Remove(want) })
+	}
+	saved := execAgent
+	t.Cleanup(func() { execAgent = saved })
+	var gotPath string
+	var gotArgv []string
+	execAgent = func(path string, argv []string) error {
+		gotPath, gotArgv = path, argv
+		return nil
+	}
+	for _, args := range [][]string{
+		{"serve", "--once", "--by", "user"},
+		{"record", "--db", "x.db", "--count", "1"},
+		{"leaks", "--help"},
+		{"export", "--since", "1h"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+			t.Errorf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		if gotPath != want || !reflect.DeepEqual(gotArgv, append([]string{agentBinary}, args...)) {
+			t.Errorf("%v: exec %s %q; want %s %q", args, gotPath, gotArgv, want, append([]string{agentBinary}, args...))
+		}
+	}
+}
+
+// TestAgentEndToEnd builds both binaries side by side: memwho runs
+// memwho-agent for its commands (help, a usage error with its exit
+// code), and says in one line what is missing when memwho-agent is not
+// there.
+func TestAgentEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: builds two binaries")
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir, ".", "../memwho-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	memwho := filepath.Join(dir, "memwho")
+	runBin := func(args ...string) (string, string, int) {
+		c := exec.Command(memwho, args...)
+		var stdout, stderr bytes.Buffer
+		c.Stdout, c.Stderr = &stdout, &stderr
+		err := c.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return stdout.String(), stderr.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), 0
+	}
+	if out, _, code := runBin("leaks", "--help"); code != 0 || !strings.HasPrefix(out, "Usage: memwho leaks") {
+		t.Errorf("memwho leaks --help: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := runBin("serve", "--bogus"); code != cli.ExitUsage || !strings.HasPrefix(errOut, "memwho: error: ") {
+		t.Errorf("memwho serve --bogus: exit %d, stderr %q", code, errOut)
+	}
+	if out, _, code := runBin("help"); code != 0 || !strings.Contains(out, "serve") {
+		t.Errorf("memwho help: exit %d\n%s", code, out)
+	}
+	if err := os.Remove(filepath.Join(dir, agentBinary)); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runBin("export")
+	if code != cli.ExitFailure || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "memwho-agent, which is not installed beside") {
+		t.Errorf("memwho export without memwho-agent: exit %d, stderr %q", code, errOut)
+	}
+}
