@@ -1,0 +1,119 @@
+// Package snapshot is the binary encoding of a sample.Snapshot, and the
+// client that fetches the agent's latest snapshot over its unix socket.
+//
+// The format (docs/snapshot.md) is a header (magic, version, length)
+// followed by tagged sections in ascending tag order: one for the
+// snapshot's scalars, one per process field (a column), one string table
+// shared by the name, comm, exe, script and cgroup columns. A section an
+// older decoder does not know is skipped, so new fields are new sections;
+// a change an older decoder must not ignore takes a new version, which it
+// refuses with ErrVersion.
+//
+// Decode is written for hostile input (the bytes come from a socket or a
+// file another user may have written): every count is bounded by the
+// bytes that must carry it, so what it allocates is proportional to its
+// input, which is at most MaxSize.
+//
+// The client side of this package uses package syscall, not net, so that
+// the command a user runs stays small and quick to start; the server is
+// package snapserve.
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the format version Encode writes and the highest Decode
+// reads.
+const Version = 1
+
+// MaxSize is the largest message Decode and Fetch accept, in bytes
+// (about a million processes).
+const MaxSize = 64 << 20
+
+// MaxProcs is the most processes a snapshot may hold: the kernel's
+// PID_MAX_LIMIT on 64-bit systems (2^22).
+const MaxProcs = 1 << 22
+
+// magic starts every message.
+const magic = "MWSN"
+
+// headerLen is magic, version and the uint32 length of what follows.
+const headerLen = len(magic) + 1 + 4
+
+var (
+	// ErrMalformed is wrapped by every error Decode returns for bytes
+	// that are not a well-formed snapshot of a version it reads.
+	ErrMalformed = errors.New("malformed snapshot")
+	// ErrVersion is wrapped by the error for a snapshot of a format
+	// version newer than Version.
+	ErrVersion = errors.New("unsupported snapshot version")
+)
+
+// Meta is what a message carries besides the Snapshot.
+type Meta struct {
+	// Taken is when the snapshot's figures were read, as the writer
+	// states it (the agent: its walk's start or oldest figure); the zero
+	// Time when not given. Only seconds and nanoseconds since the epoch
+	// are kept.
+	Taken time.Time
+}
+
+// Section tags. Process columns have one section each, so that a field
+// added to sample.Process is a new section that older decoders skip.
+const (
+	tagInfo       = 1 // required: time, process count, counters, flags
+	tagMeminfo    = 2 // optional: Meminfo (absent: zero)
+	tagMeminfoErr = 3 // optional: MeminfoErr's message (absent: nil)
+	tagTaken      = 4 // optional: Meta.Taken
+
+	tagPID       = 16 // zigzag delta from the previous process's PID
+	tagPPID      = 17 // zigzag
+	tagStartTime = 18 // zigzag delta from the previous StartTime, mod 2^64
+	tagUID       = 19 // uvarint
+	tagName      = 20 // uvarint string index
+	tagComm      = 21
+	tagExe       = 22
+	tagScript    = 23
+	tagCgroup    = 24
+	tagRAM       = 25 // a shift byte, then uvarint bytes>>shift
+	tagPrivate   = 26
+	tagShared    = 27
+	tagSwap      = 28
+	tagConns     = 29 // uvarint
+	tagState     = 30 // one byte per process: flags, accuracy, cause
+
+	tagStrings = 40 // optional: the string table (absent: only "")
+
+	maxKnownTag = tagStrings
+)
+
+// Bits of the per-process state byte.
+const (
+	stUIDKnown       = 1 << 0
+	stExeDeleted     = 1 << 1
+	stSwapPssMissing = 1 << 2
+	stAccuracyShift  = 3 // 1 bit: sample.Accuracy
+	stCauseShift     = 4 // 2 bits: sample.Cause, 0..2
+	stUnused         = 0xc0
+)
+
+// Bits of the info section's flags.
+const (
+	infoMeminfoOK = 1 << 0
+	infoConnsOK   = 1 << 1
+)
+
+var tagNames = [maxKnownTag + 1]string{
+	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken",
+	tagPID: "pid", tagPPID: "ppid", tagStartTime: "start time", tagUID: "uid",
+	tagName: "name", tagComm: "comm", tagExe: "exe", tagScript: "script", tagCgroup: "cgroup",
+	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
+	tagConns: "conns", tagState: "state", tagStrings: "strings",
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+}
