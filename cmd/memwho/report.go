@@ -25,6 +25,7 @@ type reportFlags struct {
 	procDir                         string
 	cpuprofile, memprofile          string
 	sandbox                         bool
+	agent                           agentFlags
 }
 
 func (f *reportFlags) register(fs *flag.FlagSet) {
@@ -50,6 +51,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "")
+	f.agent.register(fs)
 }
 
 // plan validates the flags into what the report shows.
@@ -123,48 +125,21 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
-	procFS, err := privilege.EnterScan("report", f.procDir, f.conns, stderr)
+	need := agentNeeds{by: plan.By, conns: f.conns, system: f.system}
+	snap, fromAgent, note, err := f.agent.fetch(f.procDir, need, stderr)
 	if err != nil {
 		return err
 	}
-	defer procFS.Close()
-	// Warnings found while capabilities are effective are printed after
-	// the drop: a write to stderr can block.
-	var warnings []string
-	if f.sandbox {
-		w, err := privilege.SandboxScan(procFS)
-		if err != nil {
+	if !fromAgent {
+		var warnings []string
+		if snap, warnings, err = f.scan(plan, stderr); err != nil {
 			return err
 		}
-		warnings = append(warnings, w)
-	}
-	sc, err := engine.New(engine.Options{
-		OneShot:    true,
-		FS:         procFS,
-		Fast:       f.fast,
-		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
-		NeedCgroup: plan.By == sample.ByCgroup,
-		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
-		PIDs:       plan.ScanPIDs(f.system),
-	})
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	var snap sample.Snapshot
-	if err := sc.Scan(&snap); err != nil {
-		return err
-	}
-	if f.conns {
-		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, &snap)))
-	}
-	// The scan was the only step that needed privilege.
-	if err := privilege.Drop(); err != nil {
-		return err
-	}
-	for _, w := range warnings {
-		if w != "" {
-			fmt.Fprintln(stderr, w)
+		warnings = append(warnings, note)
+		for _, w := range warnings {
+			if w != "" {
+				fmt.Fprintln(stderr, w)
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -188,11 +163,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	case f.csv:
 		format = report.FormatCSV
 	}
-	if err := report.Write(stdout, stderr, format, groups, total, procs, &snap, report.Options{
+	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, report.Options{
 		By:        plan.By.String(),
 		KeyHeader: report.KeyHeader(plan.By),
 		ShowCount: plan.By != sample.ByPID,
-		Fast:      f.fast,
+		Fast:      f.fast && !fromAgent,
 		Color:     report.UseColor(stdout),
 		System:    f.system,
 		Host:      &host,
@@ -209,4 +184,49 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("--system: cannot read %s/meminfo (%v): the report above has no system section", f.procDir, snap.MeminfoErr)
 	}
 	return nil
+}
+
+// scan walks the procfs tree for the report, holding the capabilities
+// the policy grants only until the walk is done; warnings found meanwhile
+// are returned for the caller to print after the drop (a write to stderr
+// can block).
+func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Snapshot, []string, error) {
+	procFS, err := privilege.EnterScan("report", f.procDir, f.conns, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer procFS.Close()
+	var warnings []string
+	if f.sandbox {
+		w, err := privilege.SandboxScan(procFS)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = append(warnings, w)
+	}
+	sc, err := engine.New(engine.Options{
+		OneShot:    true,
+		FS:         procFS,
+		Fast:       f.fast,
+		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
+		NeedCgroup: plan.By == sample.ByCgroup,
+		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
+		PIDs:       plan.ScanPIDs(f.system),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sc.Close()
+	snap := new(sample.Snapshot)
+	if err := sc.Scan(snap); err != nil {
+		return nil, nil, err
+	}
+	if f.conns {
+		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, snap)))
+	}
+	// The scan was the only step that needed privilege.
+	if err := privilege.Drop(); err != nil {
+		return nil, nil, err
+	}
+	return snap, warnings, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot"
 	"github.com/memwho/memwho/internal/watch"
 )
 
@@ -23,6 +25,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		by, filter, sortCol, pr string
 		count                   int
 		plain, fast, conns      bool
+		agentF                  agentFlags
 	)
 	interval = 2 * time.Second
 	fs.Var((*cli.Seconds)(&interval), "interval", "")
@@ -35,6 +38,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&fast, "fast", false, "")
 	fs.BoolVar(&conns, "conns", false, "")
 	fs.StringVar(&pr, "proc", "/proc", "")
+	agentF.register(fs)
 	if err := cli.Parse(fs, watchUsage, args, stdout); err != nil {
 		return err
 	}
@@ -57,32 +61,73 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	live := watch.TUI && !plain && report.IsTerminal(stdout) && os.Getenv("TERM") != "dumb"
-	// The sampling engine re-walks a process's page tables only when its
-	// resident size moved (and every process at least every 60 ticks):
-	// the right cost for a view that refreshes every few seconds.
-	procFS, err := privilege.EnterScan("watch", pr, conns, stderr)
+	snap, fromAgent, note, err := agentF.fetch(pr, agentNeeds{by: opt.By, conns: conns}, stderr)
 	if err != nil {
 		return err
 	}
-	defer procFS.Close()
-	eng, err := engine.New(engine.Options{
-		FS:   procFS,
-		Fast: fast,
-		// The live view switches grouping with a key and keeps the
-		// history of every grouping, so it reads what all of them need.
-		NeedUID:    live || opt.By == sample.ByUser,
-		NeedCgroup: live || opt.By == sample.ByCgroup,
-		Conns:      conns,
-	})
-	if err != nil {
-		return err
+	var s watch.Sampler
+	if fromAgent {
+		// The agent walks on its own clock; every refresh asks it for
+		// its latest snapshot, and the view shows when it was taken.
+		s = &agentSampler{socket: agentF.socket, first: snap}
+		opt.Source = "from memwho-agent"
+		opt.Fast = false
+	} else {
+		// The sampling engine re-walks a process's page tables only
+		// when its resident size moved (and every process at least
+		// every 60 ticks): the right cost for a view that refreshes
+		// every few seconds. The note is written before the engine
+		// takes its capabilities, which it holds for the whole watch:
+		// a write to stderr can block.
+		if note != "" {
+			fmt.Fprintln(stderr, note)
+		}
+		procFS, err := privilege.EnterScan("watch", pr, conns, stderr)
+		if err != nil {
+			return err
+		}
+		defer procFS.Close()
+		eng, err := engine.New(engine.Options{
+			FS:   procFS,
+			Fast: fast,
+			// The live view switches grouping with a key and keeps the
+			// history of every grouping, so it reads what all of them
+			// need.
+			NeedUID:    live || opt.By == sample.ByUser,
+			NeedCgroup: live || opt.By == sample.ByCgroup,
+			Conns:      conns,
+		})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		s = eng
 	}
-	defer eng.Close()
-	var s watch.Sampler = eng
 
 	if live {
 		opt.Color = report.UseColor(stdout)
 		return watch.RunTUI(ctx, s, opt)
 	}
 	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { report.Warn(stderr, snap, snap.Procs, nil, fast) })
+}
+
+// agentSampler gives watch the agent's latest snapshot at each refresh.
+type agentSampler struct {
+	socket string
+	first  *sample.Snapshot
+}
+
+// Scan fills snap with the agent's latest snapshot (the one fetched at
+// start first). An agent that stops answering ends the watch with its
+// error: walking /proc instead would need the capabilities given up
+// when the agent was chosen.
+func (a *agentSampler) Scan(snap *sample.Snapshot) error {
+	if a.first != nil {
+		*snap, a.first = *a.first, nil
+		return nil
+	}
+	if _, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap); err != nil {
+		return fmt.Errorf("%w (memwho watch --fresh walks /proc itself)", err)
+	}
+	return nil
 }

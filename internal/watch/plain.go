@@ -38,6 +38,10 @@ type Options struct {
 	Color bool
 	// Config tunes the history and the leak rule.
 	Config Config
+	// Source, when set, says where the figures come from other than a
+	// walk of /proc by this process (for example "from memwho-agent");
+	// the title line and the plain header show it.
+	Source string
 }
 
 // RunPlain is the watch for logs and pipes: every opt.Interval it scans
@@ -103,6 +107,10 @@ func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, s
 	buf = append(buf, opt.By.String()...)
 	buf = append(buf, ", every "...)
 	buf = append(buf, opt.Interval.String()...)
+	if opt.Source != "" {
+		buf = append(buf, ", "...)
+		buf = append(buf, opt.Source...)
+	}
 	buf = append(buf, '\n')
 
 	rows := FilterRows(t.Rows(opt.By), opt.Filter)

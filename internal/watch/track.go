@@ -176,10 +176,17 @@ func (t *Tracker) Add(snap *sample.Snapshot) { t.AddSampled(snap, nil) }
 // fitting them at the snapshot's time would show a staircase (flat, then
 // a jump) instead of the steady line it is. A group's time is the mean
 // of its processes' times weighted by their RAM.
+//
+// A snapshot with the same Time as the last one is the same snapshot
+// again (the agent's, asked for more often than it walks) and is not
+// recorded twice: it would weigh one moment double in the rates.
 func (t *Tracker) AddSampled(snap *sample.Snapshot, at []time.Time) {
-	t.n++
 	w := uint64(t.cfg.Window)
 	now := snap.Time.UnixNano()
+	if t.n > 0 && t.times[t.n%w] == now {
+		return
+	}
+	t.n++
 	t.times[t.n%w] = now
 	t.info = Info{
 		Time: snap.Time, Meminfo: snap.Meminfo, MeminfoOK: snap.MeminfoOK,

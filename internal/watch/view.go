@@ -206,6 +206,9 @@ func (m Model) titleLine() string {
 		parts = append(parts, info.Time.Format(time.TimeOnly))
 	}
 	parts = append(parts, "every "+m.opt.Interval.String(), "by "+m.by.String())
+	if m.opt.Source != "" {
+		parts = append(parts, m.opt.Source)
+	}
 	if m.scans > 0 {
 		p := strconv.Itoa(info.Procs) + " processes"
 		if n := info.Total.Estimated; n > 0 {

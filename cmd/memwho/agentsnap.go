@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot"
+)
+
+// agentFlags choose between the agent's latest snapshot and a walk of
+// /proc (report and watch).
+type agentFlags struct {
+	fresh  bool
+	socket string
+	maxAge time.Duration
+}
+
+func (f *agentFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.fresh, "fresh", false, "")
+	fs.StringVar(&f.socket, "agent-socket", snapshot.DefaultSocket, "")
+	f.maxAge = snapshot.DefaultMaxAge
+	fs.Var((*cli.Seconds)(&f.maxAge), "max-age", "")
+}
+
+// agentNeeds is what the command will do with the snapshot: a snapshot
+// that lacks it is not used.
+type agentNeeds struct {
+	by     sample.By
+	conns  bool
+	system bool
+}
+
+// fetch returns the agent's latest snapshot when one may be used: no
+// --fresh, the kernel's /proc (an agent snapshot is of the host), an
+// agent listening on --agent-socket that lets this user connect (its
+// socket's group decides), a snapshot at most --max-age old that holds
+// what the command needs. Otherwise it returns false, and a note for the
+// user when an agent answered but could not be used; the caller walks
+// /proc and prints the note once the walk has given up its capabilities
+// (a write to stderr can block).
+//
+// The socket is opened with the user's own rights: no capability is
+// effective before privilege.EnterScan. When the snapshot is used, every
+// capability is given up for good before anything is written, and one
+// note on stderr says how old the figures are.
+func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (snap *sample.Snapshot, used bool, note string, err error) {
+	if f.fresh || f.socket == "" || procDir != proc.DefaultRoot {
+		return nil, false, "", nil
+	}
+	snap = new(sample.Snapshot)
+	taken, err := snapshot.Fetch(f.socket, snapshot.DefaultFetchTimeout, snap)
+	var why string
+	switch {
+	case errors.Is(err, snapshot.ErrUnavailable):
+		return nil, false, "", nil
+	case err != nil:
+		why = err.Error()
+	case time.Since(taken) > f.maxAge:
+		why = fmt.Sprintf("its snapshot is %s old (--max-age %s)", age(time.Since(taken)), f.maxAge)
+	case need.conns && !snap.ConnsOK:
+		why = "its snapshot has no TCP counts (--conns)"
+	case need.system && !snap.MeminfoOK:
+		why = "its snapshot has no meminfo (--system)"
+	case !hasDetail(snap, need.by):
+		why = fmt.Sprintf("its snapshot lacks what --by %s needs", need.by)
+	}
+	if why != "" {
+		// A stale or broken agent is worth knowing about: every run
+		// pays for asking it.
+		return nil, false, "memwho: note: not using memwho-agent: " + cli.OneLine(why) + "; walked /proc", nil
+	}
+	if err := privilege.Drop(); err != nil {
+		return nil, false, "", err
+	}
+	fmt.Fprintf(stderr, "memwho: figures from memwho-agent, %s old (--fresh reads /proc now)\n", age(time.Since(taken)))
+	return snap, true, "", nil
+}
+
+// hasDetail reports whether the snapshot's processes carry what grouping
+// by needs: the uid for users, the cgroup path for cgroups. An agent
+// serving snapshots reads both for every process.
+func hasDetail(snap *sample.Snapshot, by sample.By) bool {
+	switch by {
+	case sample.ByUser:
+		for i := range snap.Procs {
+			if !snap.Procs[i].UIDKnown {
+				return false
+			}
+		}
+	case sample.ByCgroup:
+		for i := range snap.Procs {
+			if snap.Procs[i].Cgroup != "" {
+				return true
+			}
+		}
+		return len(snap.Procs) == 0
+	}
+	return true
+}
+
+// age prints a duration to a tenth of a second.
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
