@@ -32,7 +32,13 @@ func agentSnapshot(taken time.Time) *sample.Snapshot {
 // directory and returns the socket's path and a count of connections.
 func startAgent(t *testing.T, snap *sample.Snapshot) (string, *int) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "snapshot.sock")
+	return startAgentIn(t, t.TempDir(), snap)
+}
+
+// startAgentIn is startAgent with the socket in dir.
+func startAgentIn(t *testing.T, dir string, snap *sample.Snapshot) (string, *int) {
+	t.Helper()
+	sock := filepath.Join(dir, "snapshot.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -390,6 +390,25 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 			}
 		}
 	})
+	// The agent's snapshot socket: its mode and group decide who reads
+	// the agent's exact figures. memwho connects before any capability
+	// is effective, so --agent-socket cannot reach a socket the user
+	// could not connect to themselves.
+	t.Run("agent snapshot socket the user may not open", func(t *testing.T) {
+		sock, _ := startAgentIn(t, mustMkdir(t, filepath.Join(e.dir, "agent")), agentSnapshot(time.Now()))
+		for _, tc := range []struct {
+			mode os.FileMode
+			want bool
+		}{{0o600, false}, {0o666, true}} {
+			if err := os.Chmod(sock, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := e.run(t, "--agent-socket", sock, "--by", "pid", "--csv")
+			if got := strings.Contains(out, "from-agent"); got != tc.want || code != 0 {
+				t.Errorf("socket mode %v: agent's figures shown %v, want %v (exit %d)\n%s%s", tc.mode, got, tc.want, code, out, errOut)
+			}
+		}
+	})
 	// The security review's attacks (docs/safe.md, "An adversarial review").
 	e.checkReviewAttacks(t)
 }
