@@ -38,9 +38,9 @@ type Server struct {
 	// MaxConns bounds the connections served at once (DefaultMaxConns
 	// when 0); others wait in the listen backlog.
 	MaxConns int
-	// Timeout bounds each connection, from accept to close, request and
-	// answer together (DefaultTimeout when 0): a client that does not
-	// read holds its slot and nothing else that long.
+	// Timeout bounds reading a client's request, and then writing the
+	// answer (DefaultTimeout when 0): a client that sends nothing or
+	// does not read holds its slot, and nothing else, that long.
 	Timeout time.Duration
 	// Logf, when set, is told what went wrong with a connection or a
 	// snapshot.
@@ -155,7 +155,7 @@ func isTemporary(err error) bool {
 
 // serveConn answers one client.
 func (s *Server) serveConn(c net.Conn, timeout time.Duration) {
-	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return
 	}
 	var req [1]byte
@@ -169,6 +169,11 @@ func (s *Server) serveConn(c net.Conn, timeout time.Duration) {
 	}
 	body := s.body1()
 	if body == nil {
+		return
+	}
+	// From now: encoding a new snapshot is the server's time, not the
+	// client's.
+	if err := c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return
 	}
 	if _, err := c.Write(body); err != nil {
