@@ -433,6 +433,11 @@ func TestDecodeRefuses(t *testing.T) {
 		// A count no column pays for is refused before anything is
 		// allocated for it.
 		{"huge-count", secs(func(s []sec) []sec { find(s, tagInfo).p = info(MaxProcs); return s }), "4194304 processes, state column of 3"},
+		{"huge-count-small-columns", secs(func(s []sec) []sec {
+			find(s, tagInfo).p = info(100000)
+			find(s, tagState).p = make([]byte, 100000)
+			return s
+		}), "pid: 4 bytes for 100000 processes"},
 		{"too-many", secs(func(s []sec) []sec { find(s, tagInfo).p = info(MaxProcs + 1); return s }), "4194305 processes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
