@@ -146,6 +146,32 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestPublish: without Latest, what Publish was given, encoded at once so
+// that the caller may refill the snapshot.
+func TestPublish(t *testing.T) {
+	srv := &Server{}
+	path, _ := start(t, srv)
+	var s sample.Snapshot
+	if _, err := snapshot.Fetch(path, 5*time.Second, &s); !errors.Is(err, snapshot.ErrUnavailable) {
+		t.Errorf("before Publish: %v, want ErrUnavailable", err)
+	}
+	buf, taken := procs(100), time.Unix(1795000000, 9)
+	srv.Publish(buf, taken)
+	want := procs(100)
+	buf.Procs = buf.Procs[:1] // refilled by the next walk
+	got, err := snapshot.Fetch(path, 5*time.Second, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(taken) || len(s.Procs) != 100 || s.Procs[99] != want.Procs[99] {
+		t.Errorf("taken %v, %d processes", got, len(s.Procs))
+	}
+	srv.Publish(nil, time.Time{})
+	if _, err := snapshot.Fetch(path, 5*time.Second, &s); !errors.Is(err, snapshot.ErrUnavailable) {
+		t.Errorf("after Publish(nil): %v, want ErrUnavailable", err)
+	}
+}
+
 // TestRequestVersion0: a request for no version this server writes gets
 // an empty answer.
 func TestRequestVersion0(t *testing.T) {
