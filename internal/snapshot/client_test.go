@@ -77,7 +77,7 @@ func TestFetch(t *testing.T) {
 				writeAll(c, msg)
 			})
 			var s sample.Snapshot
-			got, err := Fetch(path, 5*time.Second, &s)
+			got, err := Fetch(path, 30*time.Second, &s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestFetchUnavailable(t *testing.T) {
 	t.Run("hangs-up", func(t *testing.T) {
 		path := fakeAgent(t, func(c net.Conn) {})
 		for range 20 {
-			if _, err := Fetch(path, 5*time.Second, new(sample.Snapshot)); !errors.Is(err, ErrUnavailable) {
+			if _, err := Fetch(path, 30*time.Second, new(sample.Snapshot)); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("got %v, want ErrUnavailable", err)
 			}
 		}
