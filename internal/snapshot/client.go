@@ -69,7 +69,7 @@ func fetch(path string, deadline time.Time) ([]byte, error) {
 	for {
 		// connect(2) on a unix socket waits under SO_SNDTIMEO.
 		if err := setTimeout(fd, syscall.SO_SNDTIMEO, deadline); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: connect", err)
 		}
 		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
 		if err != syscall.EINTR {
@@ -90,7 +90,7 @@ func fetch(path string, deadline time.Time) ([]byte, error) {
 	req := [1]byte{Version}
 	for {
 		if err := setTimeout(fd, syscall.SO_SNDTIMEO, deadline); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: sending the request", err)
 		}
 		// MSG_NOSIGNAL: an agent that hung up gives EPIPE, not SIGPIPE.
 		err = syscall.Sendto(fd, req[:], syscall.MSG_NOSIGNAL, nil)
@@ -124,7 +124,7 @@ func fetch(path string, deadline time.Time) ([]byte, error) {
 			buf = nb
 		}
 		if err := setTimeout(fd, syscall.SO_RCVTIMEO, deadline); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %d bytes received", err, len(buf))
 		}
 		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
 		switch err {

@@ -92,10 +92,21 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 	if flags&^(infoMeminfoOK|infoConnsOK) != 0 {
 		return m, malformed("info: unknown flags %#x", flags)
 	}
-	// Every process takes one byte of the state column at least: no
-	// count claims more memory than the message pays for.
+	// Every process takes one byte of each column at least (the
+	// state column exactly one): the count is checked against them all
+	// before anything is allocated for it, so that a message cannot
+	// claim more memory than it pays for.
 	if nprocs > MaxProcs || nprocs != uint64(len(secs[tagState])) {
 		return m, malformed("info: %d processes, state column of %d", nprocs, len(secs[tagState]))
+	}
+	for tag := tagPID; tag < tagState; tag++ {
+		need := nprocs
+		if tag >= tagRAM && tag <= tagSwap {
+			need++ // the shift byte
+		}
+		if uint64(len(secs[tag])) < need {
+			return m, malformed("%s: %d bytes for %d processes", tagNames[tag], len(secs[tag]), nprocs)
+		}
 	}
 	procs := s.Procs[:0]
 	*s = sample.Snapshot{

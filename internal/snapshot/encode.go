@@ -21,9 +21,10 @@ func Encode(dst []byte, s *sample.Snapshot) []byte {
 // nothing: the string table's scratch space is pooled.
 //
 // The result exceeds MaxSize, and no decoder accepts it, only past about
-// a million processes; callers that serve it check len. Accuracy values
-// other than Exact are written as Estimate and Cause values past
-// CauseMalformed as CauseNone, the only values a sampler produces.
+// two million processes; callers that serve it check len. Values outside
+// the constants a sampler produces are written as one of them: Accuracy
+// other than Exact as Estimate, Cause past CauseMalformed as CauseNone,
+// Meminfo.Available past AvailableUpperBound as AvailableKernel.
 func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 	e := encoders.Get().(*encoder)
 	defer e.put()
@@ -55,7 +56,11 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 			mi.Shmem, mi.SwapTotal, mi.SwapFree, mi.SwapCached, mi.Hugetlb} {
 			dst = binary.AppendUvarint(dst, v)
 		}
-		dst = append(dst, byte(mi.Available))
+		avail := mi.Available
+		if avail > sample.AvailableUpperBound {
+			avail = sample.AvailableKernel
+		}
+		dst = append(dst, byte(avail))
 		endSection(dst, at)
 	}
 	if s.MeminfoErr != nil {

@@ -30,7 +30,7 @@ import (
 const Version = 1
 
 // MaxSize is the largest message Decode and Fetch accept, in bytes
-// (about a million processes).
+// (about two million processes).
 const MaxSize = 64 << 20
 
 // MaxProcs is the most processes a snapshot may hold: the kernel's

@@ -31,16 +31,19 @@ const (
 // the caller goes on.
 type Latest func() (snap *sample.Snapshot, taken time.Time, ok bool)
 
-// Server answers every connection with the encoding of Latest's
-// snapshot.
+// Server answers every connection with the encoding of the latest
+// snapshot: the one Publish was last given or, when Latest is set, the
+// one Latest returns.
 type Server struct {
+	// Latest, when set, is asked for the snapshot at every connection;
+	// nil serves what Publish was given.
 	Latest Latest
 	// MaxConns bounds the connections served at once (DefaultMaxConns
 	// when 0); others wait in the listen backlog.
 	MaxConns int
-	// Timeout bounds each connection, from accept to close, request and
-	// answer together (DefaultTimeout when 0): a client that does not
-	// read holds its slot and nothing else that long.
+	// Timeout bounds reading a client's request, and then writing the
+	// answer (DefaultTimeout when 0): a client that sends nothing or
+	// does not read holds its slot, and nothing else, that long.
 	Timeout time.Duration
 	// Logf, when set, is told what went wrong with a connection or a
 	// snapshot.
@@ -58,7 +61,8 @@ type cacheKey struct {
 	taken time.Time
 }
 
-// Serve serves on ln with Latest until ctx is done; see Server.Serve.
+// Serve serves on ln what latest returns until ctx is done; see
+// Server.Serve.
 func Serve(ctx context.Context, ln net.Listener, latest Latest) error {
 	s := &Server{Latest: latest}
 	return s.Serve(ctx, ln)
@@ -155,7 +159,7 @@ func isTemporary(err error) bool {
 
 // serveConn answers one client.
 func (s *Server) serveConn(c net.Conn, timeout time.Duration) {
-	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return
 	}
 	var req [1]byte
@@ -171,14 +175,47 @@ func (s *Server) serveConn(c net.Conn, timeout time.Duration) {
 	if body == nil {
 		return
 	}
+	// From now: encoding a new snapshot is the server's time, not the
+	// client's.
+	if err := c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return
+	}
 	if _, err := c.Write(body); err != nil {
 		s.logf("snapshot socket: %v", err)
 	}
 }
 
+// Publish encodes snap, taken at taken, and serves it from now on (to
+// a Server without Latest). The caller may then refill snap: call it
+// from the goroutine that filled it, right after, when snapshots are
+// reused (the agent's double buffer), which Latest would race with.
+// Publish(nil, time.Time{}) serves nothing again.
+func (s *Server) Publish(snap *sample.Snapshot, taken time.Time) {
+	var b []byte
+	if snap != nil {
+		s.mu.Lock()
+		size := len(s.body) + len(s.body)/8 + 512
+		s.mu.Unlock()
+		b = snapshot.EncodeMeta(make([]byte, 0, size), snap, snapshot.Meta{Taken: taken})
+		if len(b) > snapshot.MaxSize {
+			s.logf("snapshot socket: the snapshot of %d processes takes %d bytes, more than a client accepts (%d): not served",
+				len(snap.Procs), len(b), snapshot.MaxSize)
+			b = nil
+		}
+	}
+	s.mu.Lock()
+	s.cached, s.body, s.valid = cacheKey{}, b, false
+	s.mu.Unlock()
+}
+
 // body1 returns the current snapshot's encoding in format version 1,
 // encoding it if it is new; nil when there is none.
 func (s *Server) body1() []byte {
+	if s.Latest == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.body
+	}
 	snap, taken, ok := s.Latest()
 	if !ok || snap == nil {
 		return nil
