@@ -33,6 +33,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.listen.NoAuth, "no-auth", false, "")
 	fs.StringVar(&f.listen.DebugSocket, "debug-socket", "", "")
 	fs.StringVar(&f.listen.DebugSocketGroup, "debug-socket-group", "", "")
+	fs.StringVar(&f.listen.SnapshotSocket, "snapshot-socket", "", "")
 	fs.StringVar(&f.by, "by", "program", "")
 	fs.IntVar(&f.top, "top-processes", 0, "")
 	fs.BoolVar(&f.conns, "conns", true, "")
@@ -56,6 +57,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cli.Parse(fs, serveUsage, args, stdout); err != nil {
 		return err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.listen.SnapshotSet = f.listen.SnapshotSet || fl.Name == "snapshot-socket" })
 	opt, err := f.options()
 	if err != nil {
 		return err

@@ -29,6 +29,29 @@ type Listeners struct {
 	// DebugGID its group, -1 for owner only (mode 0600).
 	Debug    string
 	DebugGID int
+	// Snapshot is the unix socket on which memwho (report and watch)
+	// reads the latest snapshot (package snapshot), "" for none; its
+	// group is SocketGID, its mode 0660, as the metrics socket's.
+	Snapshot string
+}
+
+// SnapshotSocketName is the snapshot socket's name beside the metrics
+// socket when --snapshot-socket is not given: with the default socket,
+// snapshot.DefaultSocket.
+const SnapshotSocketName = "snapshot.sock"
+
+// ListenSnapshot creates the snapshot socket of p (see Snapshot), or
+// returns nil when there is none.
+func (p Listeners) ListenSnapshot(log io.Writer) (net.Listener, error) {
+	if p.Snapshot == "" {
+		return nil, nil
+	}
+	ln, err := ListenUnix(p.Snapshot, SocketOptions{Mode: 0o660, GID: p.SocketGID})
+	if err != nil {
+		return nil, fmt.Errorf("--snapshot-socket: %w", err)
+	}
+	fmt.Fprintf(log, "memwho: serving snapshots to memwho on unix socket %s\n", ln.Addr())
+	return ln, nil
 }
 
 // Server is one listener and the HTTP server on it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/sample"
@@ -17,6 +18,11 @@ type ListenFlags struct {
 	NoAuth                        bool   // --no-auth
 	DebugSocket, DebugSocketGroup string // --debug-socket, --debug-socket-group
 	DebugListen                   string // --debug-listen (removed)
+	// SnapshotSocket is --snapshot-socket, where memwho (report and
+	// watch) asks for the latest snapshot; SnapshotSet says the flag was
+	// given (an empty value then serves none).
+	SnapshotSocket string
+	SnapshotSet    bool
 }
 
 // Plan checks the listener flags into Listeners, before the agent exists
@@ -49,6 +55,15 @@ func (f *ListenFlags) Plan(open OpenFunc) (Listeners, error) {
 	}
 	if p.Debug != "" && p.Debug == p.Socket {
 		return p, cli.Usagef("--debug-socket: %s is also the metrics socket", p.Debug)
+	}
+	// The snapshot socket sits beside the metrics socket, with its group:
+	// whoever may read the metrics may read the snapshot they come from.
+	p.Snapshot = f.SnapshotSocket
+	if !f.SnapshotSet && p.Socket != "" {
+		p.Snapshot = filepath.Join(filepath.Dir(p.Socket), SnapshotSocketName)
+	}
+	if p.Snapshot != "" && (p.Snapshot == p.Socket || p.Snapshot == p.Debug) {
+		return p, cli.Usagef("--snapshot-socket: %s is also another socket of the agent", p.Snapshot)
 	}
 	if p.TCP == "" {
 		if f.WebConfig != "" || f.NoAuth {
