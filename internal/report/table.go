@@ -200,7 +200,12 @@ func swapMarked(g *sample.Group) bool {
 // mark when mark is not 0.
 func (t *table) cell(buf []byte, mark byte, n uint64, width int) []byte {
 	var tmp [24]byte
-	num := HumanBytes(tmp[:0], n)
+	return t.markedNum(buf, mark, HumanBytes(tmp[:0], n), width)
+}
+
+// markedNum writes num right-aligned in width, preceded by mark when mark
+// is not 0.
+func (t *table) markedNum(buf []byte, mark byte, num []byte, width int) []byte {
 	if mark == 0 {
 		return padLeftBytes(buf, num, width)
 	}
@@ -277,13 +282,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 // preceded by mark when mark is not 0.
 func (t *table) signedCell(buf []byte, mark byte, v int64) []byte {
 	var tmp [24]byte
-	num := appendSignedBytes(tmp[:0], v)
-	if mark == 0 {
-		return padLeftBytes(buf, num, markedWidth)
-	}
-	buf = appendSpaces(buf, markedWidth-len(num)-1)
-	buf = t.mark(buf, mark)
-	return append(buf, num...)
+	return t.markedNum(buf, mark, appendSignedBytes(tmp[:0], v), markedWidth)
 }
 
 func (t *table) sysLine(buf []byte, label string, mark byte, n uint64) []byte {
