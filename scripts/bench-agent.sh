@@ -35,19 +35,8 @@ export CGO_ENABLED=0
 TMP=$(mktemp -d /tmp/memwho-bench-agent.XXXXXX)
 LOAD_PID= AGENT_PID=
 
-log() { printf '%s\n' "$*" >&2; }
-
-stop() {
-	local pid=$1
-	[[ -n $pid ]] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 cleanup() {
 	stop "$AGENT_PID"
@@ -93,12 +82,7 @@ if section overhead; then
 	log "== overhead: memwho serve, $N processes, a scrape every ${INTERVAL}s for ${DURATION}s"
 	go build -trimpath -o "$TMP/memwho" ./cmd/memwho
 	go build -trimpath -o "$TMP/memwho-load" ./cmd/memwho-load
-	"$TMP/memwho-load" -n "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP" >"$TMP/load.out" &
-	LOAD_PID=$!
-	until grep -q '^ready' "$TMP/load.out" 2>/dev/null; do
-		kill -0 "$LOAD_PID" || { log "memwho-load failed"; exit 1; }
-		sleep 0.5
-	done
+	start_load "$TMP/memwho-load" "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP"
 	port=$(( 20000 + RANDOM % 20000 ))
 	# shellcheck disable=SC2086
 	"$TMP/memwho" serve --listen "127.0.0.1:$port" --no-auth $SERVE_FLAGS 2>"$TMP/agent.err" &

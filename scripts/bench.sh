@@ -36,19 +36,11 @@ TMP=$(mktemp -d /tmp/memwho-bench.XXXXXX)
 OUT=${OUT:-$TMP}
 LOAD_PID=
 
-log() { printf '%s\n' "$*" >&2; }
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 stop_load() {
-	[[ -n $LOAD_PID ]] || return 0
-	# SIGTERM makes memwho-load kill and reap its children; SIGKILL as a
-	# last resort still takes them down (parent-death signal).
-	kill -TERM "$LOAD_PID" 2>/dev/null || true
-	for _ in $(seq 100); do
-		kill -0 "$LOAD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$LOAD_PID" 2>/dev/null || true
-	wait "$LOAD_PID" 2>/dev/null || true
+	stop "$LOAD_PID"
 	LOAD_PID=
 }
 
@@ -80,20 +72,10 @@ else
 	log "note: timing with a bash loop (hyperfine and jq give better numbers: apt-get install -y hyperfine jq)"
 fi
 
-start_load() {
+run_load() {
 	local n=$1
 	log "starting $n load processes ($PRIVATE private, one $FILE_SHARED shared file)"
-	"$OUT/memwho-load" -n "$n" -private "$PRIVATE" -file-shared "$FILE_SHARED" \
-		>"$TMP/load.out" 2>"$TMP/load.err" &
-	LOAD_PID=$!
-	until grep -q '^ready' "$TMP/load.out" 2>/dev/null; do
-		if ! kill -0 "$LOAD_PID" 2>/dev/null; then
-			log "memwho-load failed:"
-			cat "$TMP/load.err" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
+	start_load "$OUT/memwho-load" "$n" -private "$PRIVATE" -file-shared "$FILE_SHARED"
 	log "$(cat "$TMP/load.err")"
 }
 
@@ -180,7 +162,7 @@ row() {
 
 ROWS=()
 for n in $SIZES; do
-	start_load "$n"
+	run_load "$n"
 	# Sanity: memwho must see the load, or the numbers mean nothing.
 	if command -v jq >/dev/null; then
 		seen=$("$MEMWHO" --json 2>/dev/null | jq '[.groups[] | select(.key == "memwho-load") | .count] | add // 0')

@@ -63,11 +63,7 @@ func (e *expo) name(name string, labels bool) {
 // label writes one label pair; first says whether it is the first one.
 // The value is sanitised and escaped.
 func (e *expo) label(key, value string, first bool) {
-	if !first {
-		e.b = append(e.b, ',')
-	}
-	e.b = append(e.b, key...)
-	e.b = append(e.b, '=', '"')
+	e.labelKey(key, first)
 	e.scratch = report.Sanitize(e.scratch[:0], value)
 	e.b = appendEscaped(e.b, e.scratch)
 	e.b = append(e.b, '"')
@@ -76,27 +72,39 @@ func (e *expo) label(key, value string, first bool) {
 // labelRaw writes a label whose value is known to be safe (a number, a
 // fixed word).
 func (e *expo) labelRaw(key, value string, first bool) {
-	if !first {
-		e.b = append(e.b, ',')
-	}
-	e.b = append(e.b, key...)
-	e.b = append(e.b, '=', '"')
+	e.labelKey(key, first)
 	e.b = append(e.b, value...)
 	e.b = append(e.b, '"')
 }
 
 // labelInt writes a label with an integer value.
 func (e *expo) labelInt(key string, v int, first bool) {
+	e.labelKey(key, first)
+	e.b = strconv.AppendInt(e.b, int64(v), 10)
+	e.b = append(e.b, '"')
+}
+
+// labelKey starts a label pair, up to the value's opening quote.
+func (e *expo) labelKey(key string, first bool) {
 	if !first {
 		e.b = append(e.b, ',')
 	}
 	e.b = append(e.b, key...)
 	e.b = append(e.b, '=', '"')
-	e.b = strconv.AppendInt(e.b, int64(v), 10)
-	e.b = append(e.b, '"')
 }
 
-// end closes the labels (if any) and writes the value.
+// byReason writes the samples of a family labelled by reason: one for each
+// of reasons, with the count at the same index.
+func (e *expo) byReason(name string, reasons []string, counts ...uint64) {
+	for i, r := range reasons {
+		e.name(name, true)
+		e.labelRaw("reason", r, true)
+		e.uint(counts[i], true)
+	}
+}
+
+// uint closes the labels (if any) and writes the value; int and float
+// likewise.
 func (e *expo) uint(v uint64, labels bool) {
 	e.close(labels)
 	e.b = strconv.AppendUint(e.b, v, 10)
@@ -131,30 +139,38 @@ func (e *expo) close(labels bool) {
 	e.b = append(e.b, ' ')
 }
 
-// Shorthands for the common shapes.
+// Shorthands for the common shapes: a family of one sample without
+// labels.
 
 func (e *expo) gaugeUint(name, help string, v uint64) {
-	e.family(name, "gauge", help)
-	e.name(name, false)
+	e.single(name, "gauge", help)
 	e.uint(v, false)
 }
 
+func (e *expo) gaugeInt(name, help string, v int64) {
+	e.single(name, "gauge", help)
+	e.int(v, false)
+}
+
 func (e *expo) gaugeFloat(name, help string, v float64) {
-	e.family(name, "gauge", help)
-	e.name(name, false)
+	e.single(name, "gauge", help)
 	e.float(v, false)
 }
 
 func (e *expo) counterUint(name, help string, v uint64) {
-	e.family(name, "counter", help)
-	e.name(name, false)
+	e.single(name, "counter", help)
 	e.uint(v, false)
 }
 
 func (e *expo) counterFloat(name, help string, v float64) {
-	e.family(name, "counter", help)
-	e.name(name, false)
+	e.single(name, "counter", help)
 	e.float(v, false)
+}
+
+// single starts the one sample of a family without labels.
+func (e *expo) single(name, typ, help string) {
+	e.family(name, typ, help)
+	e.name(name, false)
 }
 
 // summary writes a summary without quantiles: its _sum and _count.

@@ -81,41 +81,23 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 
 	if snap.MeminfoOK {
 		m := &snap.Meminfo
-		used := sub(m.MemTotal, m.MemAvailable)
-		swapUsed := sub(m.SwapTotal, m.SwapFree)
 		ex.gaugeUint("memwho_host_memory_total_bytes", "Usable RAM of the host (MemTotal in /proc/meminfo), in bytes.", m.MemTotal)
 		ex.gaugeUint("memwho_host_memory_available_bytes", "RAM available for new work without swapping (MemAvailable), in bytes.", m.MemAvailable)
-		ex.gaugeUint("memwho_host_memory_used_bytes", "RAM in use on the host: MemTotal - MemAvailable, in bytes.", used)
+		ex.gaugeUint("memwho_host_memory_used_bytes", "RAM in use on the host: MemTotal - MemAvailable, in bytes.", m.Used())
 		ex.gaugeUint("memwho_host_shmem_bytes", "Shared memory and tmpfs (Shmem), in bytes.", m.Shmem)
 		ex.gaugeUint("memwho_host_hugetlb_bytes", "Huge page pools (Hugetlb), in bytes.", m.Hugetlb)
 		ex.gaugeUint("memwho_host_swap_total_bytes", "Swap space (SwapTotal), in bytes.", m.SwapTotal)
-		ex.gaugeUint("memwho_host_swap_used_bytes", "Swap in use: SwapTotal - SwapFree, in bytes.", swapUsed)
-		ex.family("memwho_unaccounted_memory_bytes", "gauge", "RAM in use that no process accounts for: memwho_host_memory_used_bytes - memwho_processes_pss_bytes, in bytes (kernel, slab, page tables, huge page pools, unmapped page cache and shmem). Negative when mapped page cache, counted in PSS, is also counted as available.")
-		ex.name("memwho_unaccounted_memory_bytes", false)
-		ex.int(clampInt(used)-clampInt(total.RAM), false)
-		ex.family("memwho_unaccounted_swap_bytes", "gauge", "Swap in use that no process accounts for: memwho_host_swap_used_bytes - memwho_processes_swap_bytes, in bytes (swapped shmem/tmpfs, swap cache).")
-		ex.name("memwho_unaccounted_swap_bytes", false)
-		ex.int(clampInt(swapUsed)-clampInt(total.Swap), false)
+		ex.gaugeUint("memwho_host_swap_used_bytes", "Swap in use: SwapTotal - SwapFree, in bytes.", m.SwapUsed())
+		ex.gaugeInt("memwho_unaccounted_memory_bytes", "RAM in use that no process accounts for: memwho_host_memory_used_bytes - memwho_processes_pss_bytes, in bytes (kernel, slab, page tables, huge page pools, unmapped page cache and shmem). Negative when mapped page cache, counted in PSS, is also counted as available.", m.NotInProcess(total.RAM))
+		ex.gaugeInt("memwho_unaccounted_swap_bytes", "Swap in use that no process accounts for: memwho_host_swap_used_bytes - memwho_processes_swap_bytes, in bytes (swapped shmem/tmpfs, swap cache).", m.SwapNotInProcess(total.Swap))
 	}
 
 	ex.family("memwho_skipped_processes", "gauge", "Processes left out of the last snapshot, by reason: gone (exited while read), kernel (kernel threads and zombies), broken (stat or status unparsable).")
-	for _, r := range [...]struct {
-		reason string
-		n      int
-	}{{"broken", snap.Broken}, {"gone", snap.Gone}, {"kernel", snap.Kernel}} {
-		ex.name("memwho_skipped_processes", true)
-		ex.labelRaw("reason", r.reason, true)
-		ex.uint(uint64(r.n), true)
-	}
+	ex.byReason("memwho_skipped_processes", []string{"broken", "gone", "kernel"},
+		uint64(snap.Broken), uint64(snap.Gone), uint64(snap.Kernel))
 	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with RSS-based estimates, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable).")
-	for _, r := range [...]struct {
-		reason string
-		n      int
-	}{{"denied", snap.Denied}, {"malformed", snap.Malformed}} {
-		ex.name("memwho_estimated_processes", true)
-		ex.labelRaw("reason", r.reason, true)
-		ex.uint(uint64(r.n), true)
-	}
+	ex.byReason("memwho_estimated_processes", []string{"denied", "malformed"},
+		uint64(snap.Denied), uint64(snap.Malformed))
 	if a.opt.Engine.Conns && conns {
 		ex.gaugeUint("memwho_tcp_unreadable_processes", "Processes whose /proc/PID/fd could not be read in the last walk (needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE); they count 0 TCP sockets.", uint64(stats.ConnsDenied))
 	}
@@ -144,17 +126,20 @@ func (a *Agent) renderTop(ex *expo, st *state, k int, conns bool) {
 	// Series in PID order: a stable layout for diffs and goldens.
 	slices.SortFunc(top, func(x, y int) int { return cmp.Compare(snap.Procs[x].PID, snap.Procs[y].PID) })
 	withGroup := a.opt.By != sample.ByProgram
+	// series starts the sample of one process: its name and labels.
+	series := func(name string, p *sample.Process) {
+		ex.name(name, true)
+		ex.labelInt("pid", p.PID, true)
+		ex.label("name", p.Name, false)
+		if withGroup {
+			ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
+		}
+	}
 	proc := func(name, help string, v func(p *sample.Process) uint64) {
 		ex.family(name, "gauge", help)
 		for _, i := range top {
-			p := &snap.Procs[i]
-			ex.name(name, true)
-			ex.labelInt("pid", p.PID, true)
-			ex.label("name", p.Name, false)
-			if withGroup {
-				ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
-			}
-			ex.uint(v(p), true)
+			series(name, &snap.Procs[i])
+			ex.uint(v(&snap.Procs[i]), true)
 		}
 	}
 	proc("memwho_process_pss_bytes", "RAM used by one of the processes using the most (see --top-processes): Pss + Private_Hugetlb, in bytes.",
@@ -171,13 +156,7 @@ func (a *Agent) renderTop(ex *expo, st *state, k int, conns bool) {
 	}
 	ex.family("memwho_process_sampled_timestamp_seconds", "gauge", "When the process's figures were read, in seconds since the Unix epoch; time() minus it is the figure's age.")
 	for _, i := range top {
-		p := &snap.Procs[i]
-		ex.name("memwho_process_sampled_timestamp_seconds", true)
-		ex.labelInt("pid", p.PID, true)
-		ex.label("name", p.Name, false)
-		if withGroup {
-			ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
-		}
+		series("memwho_process_sampled_timestamp_seconds", &snap.Procs[i])
 		ex.float(unixSeconds(details[i].SampledAt), true)
 	}
 }
@@ -191,11 +170,8 @@ func (a *Agent) renderScrape(ex *expo, st *state, c *counters, sc scrapeCounters
 	ex.summary("memwho_walk_duration_seconds", "Duration of the walks of /proc (one sampling-engine tick each), in seconds.", c.walkSeconds, c.walks)
 	ex.counterUint("memwho_walk_errors_total", "Walks that failed (the previous snapshot is served meanwhile).", c.walkErrors)
 	ex.family("memwho_page_walks_total", "counter", "smaps_rollup reads (page-table walks), by reason: new (first sight), changed (statm moved), related (a child appeared or exited), forced (every process at least every FullEvery walks).")
-	for i, r := range [...]string{"new", "changed", "related", "forced"} {
-		ex.name("memwho_page_walks_total", true)
-		ex.labelRaw("reason", r, true)
-		ex.uint(c.pageWalks[i], true)
-	}
+	ex.byReason("memwho_page_walks_total", []string{"new", "changed", "related", "forced"},
+		c.pageWalks[:]...)
 	ex.counterUint("memwho_page_walks_deferred_total", "Page-table walks postponed because the process's walks exceed their time budget.", c.deferred)
 	ex.counterFloat("memwho_page_walk_seconds_total", "Time spent reading smaps_rollup, summed over processes, in seconds.", c.pageWalkSeconds)
 	if a.opt.Engine.Conns {
@@ -204,20 +180,6 @@ func (a *Agent) renderScrape(ex *expo, st *state, c *counters, sc scrapeCounters
 	ex.summary("memwho_scrape_duration_seconds", "Duration of the scrapes served before this one, in seconds, including any wait for a walk.", sc.seconds, sc.scrapes)
 	ex.counterUint("memwho_scrape_timeouts_total", "Scrapes that stopped waiting for a walk at the scrape timeout and got the previous snapshot.", sc.timeouts)
 	a.self.render(ex)
-}
-
-func sub(a, b uint64) uint64 {
-	if b > a {
-		return 0
-	}
-	return a - b
-}
-
-func clampInt(v uint64) int64 {
-	if v > 1<<62 {
-		return 1 << 62
-	}
-	return int64(v)
 }
 
 func unixSeconds(t time.Time) float64 {

@@ -2,7 +2,10 @@ package proc
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
 // The benchmarks read a live sleeping child, so the kernel's cost is in
@@ -93,29 +96,62 @@ func BenchmarkOSReadFileStatus(b *testing.B) {
 	}
 }
 
-// Parser-only benchmarks on fixed bytes: stable enough to compare across
-// runs with benchstat.
-func BenchmarkParseRollup(b *testing.B) {
-	data, err := os.ReadFile("/proc/self/smaps_rollup")
+// Parser-only benchmarks on fixed bytes, a process of the basic fixture
+// captured from a 6.18 kernel: the same input every run, so benchstat can
+// compare two versions of a parser.
+func fixtureBytes(b *testing.B, name string) []byte {
+	data, err := os.ReadFile(filepath.Join(proctest.Root(b, "testdata/basic.txtar"), name))
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	return data
+}
+
+func BenchmarkParseRollup(b *testing.B) {
+	data := fixtureBytes(b, "6571/smaps_rollup")
 	var ru Rollup
+	if err := ParseRollup(data, &ru); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ParseRollup(data, &ru)
+	}
+}
+
+// BenchmarkParseSmaps is the per-VMA fallback for kernels without
+// smaps_rollup: one process's smaps, 338 lines.
+func BenchmarkParseSmaps(b *testing.B) {
+	data := fixtureBytes(b, "6571/smaps")
+	var ru Rollup
+	if err := ParseRollup(data, &ru); err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		ParseRollup(data, &ru)
 	}
 }
 
 func BenchmarkParseStatus(b *testing.B) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Skip(err)
-	}
-	b.ReportAllocs()
+	data := fixtureBytes(b, "6571/status")
 	var st Status
+	if err := ParseStatus(data, &st); err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		ParseStatus(data, &st)
+	}
+}
+
+func BenchmarkParseMeminfo(b *testing.B) {
+	data := fixtureBytes(b, "meminfo")
+	var m Meminfo
+	if err := ParseMeminfo(data, &m); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ParseMeminfo(data, &m)
 	}
 }
 

@@ -428,3 +428,28 @@ func FuzzParseZoneinfo(f *testing.F) {
 		ParseZoneinfo([]byte(s), &z, 4096)
 	})
 }
+
+// FuzzCutKey: the shared "Key: value" scanner splits every input the way
+// strings.Cut does, line by line, and colonIndex agrees with IndexByte.
+func FuzzCutKey(f *testing.F) {
+	seeds(f, "status", "meminfo", "smaps")
+	f.Add("Rss:   4 kB\n:x\nno colon\n0123456789abcdef:long key\nlast")
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		for len(b) > 0 {
+			line, rest, _ := strings.Cut(string(b), "\n")
+			if got, want := colonIndex([]byte(line)), strings.IndexByte(line, ':'); got != want {
+				t.Fatalf("colonIndex(%q) = %d, want %d", line, got, want)
+			}
+			var key, val []byte
+			key, val, b = cutKey(b)
+			wantKey, wantVal, ok := strings.Cut(line, ":")
+			if !ok || wantKey == "" {
+				wantKey, wantVal = "", ""
+			}
+			if string(key) != wantKey || string(val) != wantVal || string(b) != rest {
+				t.Fatalf("cutKey(%q) = %q, %q, %q; want %q, %q, %q", s, key, val, b, wantKey, wantVal, rest)
+			}
+		}
+	})
+}

@@ -1,7 +1,5 @@
 package proc
 
-import "bytes"
-
 // Meminfo holds the host-wide lines of /proc/meminfo that memwho uses, in
 // bytes.
 type Meminfo struct {
@@ -41,19 +39,14 @@ func (r *Reader) Meminfo(out *Meminfo) error {
 // other lines are optional (older kernels lack some).
 func ParseMeminfo(b []byte, out *Meminfo) error {
 	*out = Meminfo{}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
+	if !wholeLines(b) {
 		return ErrMalformed
 	}
 	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
-		line := b[:nl]
-		b = b[nl+1:]
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
+		var key, val []byte
+		key, val, b = cutKey(b)
 		var field *uint64
-		switch string(line[:colon]) {
+		switch string(key) {
 		case "MemTotal":
 			field = &out.MemTotal
 		case "MemFree":
@@ -86,8 +79,9 @@ func ParseMeminfo(b []byte, out *Meminfo) error {
 		case "Hugepagesize":
 			field = &out.Hugepagesize
 		case "HugePages_Total":
-			v, n, ok := parseUint(trimSpace(line[colon+1:]))
-			if !ok || n != len(trimSpace(line[colon+1:])) {
+			val = trimSpace(val)
+			v, n, ok := parseUint(val)
+			if !ok || n != len(val) {
 				return ErrMalformed
 			}
 			out.HugePagesTotal = v
@@ -95,7 +89,7 @@ func ParseMeminfo(b []byte, out *Meminfo) error {
 		default:
 			continue
 		}
-		v, ok := parseKB(line[colon+1:])
+		v, ok := parseKB(val)
 		if !ok {
 			return ErrMalformed
 		}

@@ -1,7 +1,5 @@
 package proc
 
-import "bytes"
-
 // Rollup holds the summed memory counters of one address space, as
 // /proc/PID/smaps_rollup reports them (or as a per-VMA sum of
 // /proc/PID/smaps). Every field is in bytes.
@@ -97,7 +95,7 @@ func parseMemLines(b []byte, out *Rollup) error {
 	if len(b) == 0 {
 		return ErrNoMM
 	}
-	if b[len(b)-1] != '\n' {
+	if !wholeLines(b) {
 		return ErrMalformed
 	}
 	// How many times each required counter was seen, indexed by the
@@ -105,15 +103,10 @@ func parseMemLines(b []byte, out *Rollup) error {
 	var seen [reqCount]int
 	nPss, nSwapPss := 0, 0
 	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
-		line := b[:nl]
-		b = b[nl+1:]
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
+		var key, val []byte
+		key, val, b = cutKey(b)
 		var field *uint64
-		switch string(line[:colon]) {
+		switch string(key) {
 		case "Rss":
 			field = &out.Rss
 			seen[reqRss]++
@@ -158,7 +151,7 @@ func parseMemLines(b []byte, out *Rollup) error {
 		default:
 			continue
 		}
-		v, ok := parseKB(line[colon+1:])
+		v, ok := parseKB(val)
 		if !ok || *field+v > MaxBytes {
 			return ErrMalformed
 		}

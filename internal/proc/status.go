@@ -1,7 +1,5 @@
 package proc
 
-import "bytes"
-
 // Status holds the fields of /proc/PID/status that memwho uses. Sizes are
 // in bytes.
 type Status struct {
@@ -46,19 +44,13 @@ func (r *Reader) Status(out *Status) error {
 // figure missing some of its parts.
 func ParseStatus(b []byte, out *Status) error {
 	*out = Status{}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
+	if !wholeLines(b) {
 		return ErrMalformed
 	}
 	var seenName, seenUID, seenVmSize bool
 	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
-		line := b[:nl]
-		b = b[nl+1:]
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			continue
-		}
-		key, val := line[:colon], line[colon+1:]
+		var key, val []byte
+		key, val, b = cutKey(b)
 		var field *uint64
 		switch string(key) {
 		case "Name":

@@ -238,56 +238,10 @@ func swapSource(g *sample.Group) string {
 	return "swap_pss"
 }
 
-// hostUsed is MemTotal - MemAvailable in bytes: what the kernel says it
-// cannot hand out without swapping. Clamped at zero for a malformed
-// meminfo.
-func hostUsed(m *sample.Meminfo) uint64 {
-	if m.MemAvailable > m.MemTotal {
-		return 0
-	}
-	return m.MemTotal - m.MemAvailable
-}
-
-// swapUsed is SwapTotal - SwapFree in bytes, clamped at zero.
-func swapUsed(m *sample.Meminfo) uint64 {
-	if m.SwapFree > m.SwapTotal {
-		return 0
-	}
-	return m.SwapTotal - m.SwapFree
-}
-
 // host returns the group the system footer counts as "processes".
 func (o *Options) host(total *sample.Group) *sample.Group {
 	if o.Host != nil {
 		return o.Host
 	}
 	return total
-}
-
-// swapNotInProcess is swap used minus the processes' swap, in bytes: swap
-// that no process's SwapPss holds. That is shmem (tmpfs, SysV shm, memfd,
-// shared anonymous) swapped out, which SwapPss leaves out even where a
-// process maps it, and the swap cache (SwapCached), pages back in RAM
-// that keep their swap slot. It can be negative where swap is estimated
-// (VmSwap, or Swap without SwapPss, counts shared swapped pages once per
-// process).
-func swapNotInProcess(m *sample.Meminfo, processSwap uint64) int64 {
-	return clampInt64(swapUsed(m)) - clampInt64(processSwap)
-}
-
-// notInProcess is host used minus the processes' RAM, in bytes: kernel
-// memory, slab, page tables, huge page pools, and page cache and
-// shmem/tmpfs that no process maps. It can be negative: MemAvailable
-// counts reclaimable page cache as available even while processes map it
-// (and their PSS includes it), and status-based estimates count shared
-// pages once per process.
-func notInProcess(m *sample.Meminfo, processRAM uint64) int64 {
-	return clampInt64(hostUsed(m)) - clampInt64(processRAM)
-}
-
-func clampInt64(v uint64) int64 {
-	if v > 1<<62 {
-		return 1 << 62
-	}
-	return int64(v)
 }

@@ -200,7 +200,12 @@ func swapMarked(g *sample.Group) bool {
 // mark when mark is not 0.
 func (t *table) cell(buf []byte, mark byte, n uint64, width int) []byte {
 	var tmp [24]byte
-	num := HumanBytes(tmp[:0], n)
+	return t.markedNum(buf, mark, HumanBytes(tmp[:0], n), width)
+}
+
+// markedNum writes num right-aligned in width, preceded by mark when mark
+// is not 0.
+func (t *table) markedNum(buf []byte, mark byte, num []byte, width int) []byte {
 	if mark == 0 {
 		return padLeftBytes(buf, num, width)
 	}
@@ -237,17 +242,17 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 	}
 	buf = append(buf, "\nSystem (/proc/meminfo)\n"...)
 	buf = t.sysLine(buf, "total RAM (MemTotal)", 0, m.MemTotal)
-	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", availMark, hostUsed(m))
+	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", availMark, m.Used())
 	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM)
 
-	diff := notInProcess(m, procs.RAM)
+	diff := m.NotInProcess(procs.RAM)
 	buf = append(buf, "  "...)
 	buf = padRight(buf, "not in any process", labelWidth)
 	buf = t.signedCell(buf, max(availMark, procMark), diff)
 	if diff >= 0 {
 		buf = append(buf, "  kernel, slab, page tables, huge page pools, page cache and shmem/tmpfs not mapped by any process\n"...)
 	} else {
-		// See notInProcess: mapped page cache is both in the
+		// See Meminfo.NotInProcess: mapped page cache is both in the
 		// processes' PSS and in MemAvailable.
 		buf = append(buf, "  negative: page cache mapped by processes is reclaimable and counted as available\n"...)
 	}
@@ -255,11 +260,11 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 	buf = t.sysLine(buf, "shared memory and tmpfs (Shmem)", 0, m.Shmem)
 	buf = t.sysLine(buf, "huge page pools (Hugetlb)", 0, m.Hugetlb)
 	buf = t.sysLine(buf, "swap total (SwapTotal)", 0, m.SwapTotal)
-	buf = t.sysLine(buf, "swap used (SwapTotal - SwapFree)", 0, swapUsed(m))
+	buf = t.sysLine(buf, "swap used (SwapTotal - SwapFree)", 0, m.SwapUsed())
 	buf = t.sysLine(buf, "swap used by processes", procSwapMark, procs.Swap)
 	buf = append(buf, "  "...)
 	buf = padRight(buf, "swap not in any process", labelWidth)
-	buf = t.signedCell(buf, procSwapMark, swapNotInProcess(m, procs.Swap))
+	buf = t.signedCell(buf, procSwapMark, m.SwapNotInProcess(procs.Swap))
 	buf = append(buf, "  shmem/tmpfs swapped out, and swap cache\n"...)
 	buf = t.sysLine(buf, "  of which swap cache (SwapCached)", 0, m.SwapCached)
 	switch m.Available {
@@ -277,13 +282,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 // preceded by mark when mark is not 0.
 func (t *table) signedCell(buf []byte, mark byte, v int64) []byte {
 	var tmp [24]byte
-	num := appendSignedBytes(tmp[:0], v)
-	if mark == 0 {
-		return padLeftBytes(buf, num, markedWidth)
-	}
-	buf = appendSpaces(buf, markedWidth-len(num)-1)
-	buf = t.mark(buf, mark)
-	return append(buf, num...)
+	return t.markedNum(buf, mark, appendSignedBytes(tmp[:0], v), markedWidth)
 }
 
 func (t *table) sysLine(buf []byte, label string, mark byte, n uint64) []byte {

@@ -35,3 +35,51 @@ func ReadMeminfo(r *proc.Reader, m *proc.Meminfo, snap *Snapshot) {
 		snap.Meminfo.Available = AvailableUpperBound
 	}
 }
+
+// Used is MemTotal - MemAvailable, in bytes: what the kernel says it
+// cannot hand out without swapping. Zero for a malformed meminfo whose
+// MemAvailable exceeds MemTotal.
+func (m *Meminfo) Used() uint64 {
+	if m.MemAvailable > m.MemTotal {
+		return 0
+	}
+	return m.MemTotal - m.MemAvailable
+}
+
+// SwapUsed is SwapTotal - SwapFree, in bytes, clamped at zero.
+func (m *Meminfo) SwapUsed() uint64 {
+	if m.SwapFree > m.SwapTotal {
+		return 0
+	}
+	return m.SwapTotal - m.SwapFree
+}
+
+// NotInProcess is Used minus the processes' RAM, in bytes: kernel memory,
+// slab, page tables, huge page pools, and page cache and shmem/tmpfs that
+// no process maps. It can be negative: MemAvailable counts reclaimable
+// page cache as available even while processes map it (and their PSS
+// includes it), and status-based estimates count shared pages once per
+// process.
+func (m *Meminfo) NotInProcess(processRAM uint64) int64 {
+	return clampInt64(m.Used()) - clampInt64(processRAM)
+}
+
+// SwapNotInProcess is SwapUsed minus the processes' swap, in bytes: swap
+// that no process's SwapPss holds. That is shmem (tmpfs, SysV shm, memfd,
+// shared anonymous) swapped out, which SwapPss leaves out even where a
+// process maps it, and the swap cache (SwapCached), pages back in RAM
+// that keep their swap slot. It can be negative where swap is estimated
+// (VmSwap, or Swap without SwapPss, counts shared swapped pages once per
+// process).
+func (m *Meminfo) SwapNotInProcess(processSwap uint64) int64 {
+	return clampInt64(m.SwapUsed()) - clampInt64(processSwap)
+}
+
+// clampInt64 converts a byte count to int64 for a difference, capped at
+// 2^62 bytes so that no difference of two overflows.
+func clampInt64(v uint64) int64 {
+	if v > 1<<62 {
+		return 1 << 62
+	}
+	return int64(v)
+}
