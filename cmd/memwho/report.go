@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/profile"
@@ -143,8 +144,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		FS:         procFS,
 		Fast:       f.fast,
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
-		NeedCgroup: plan.By == sample.ByCgroup,
-		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
+		NeedCgroup: plan.By.NeedsCgroup(),
+		NoNames:    plan.By == sample.ByUser || plan.By.NeedsCgroup(),
 		PIDs:       plan.ScanPIDs(f.system),
 	})
 	if err != nil {
@@ -178,6 +179,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := report.MissingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
 		return err
 	}
+	plan.Names = &sample.Namer{Containers: container.NewNames(container.RootFor(f.procDir))}
 	groups, total := plan.Groups(procs)
 	format := report.FormatTable
 	switch {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
@@ -71,7 +72,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// The live view switches grouping with a key and keeps the
 		// history of every grouping, so it reads what all of them need.
 		NeedUID:    live || opt.By == sample.ByUser,
-		NeedCgroup: live || opt.By == sample.ByCgroup,
+		NeedCgroup: live || opt.By.NeedsCgroup(),
 		Conns:      conns,
 	})
 	if err != nil {
@@ -79,6 +80,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer eng.Close()
 	var s watch.Sampler = eng
+	opt.Containers = container.NewNames(container.RootFor(pr))
 
 	if live {
 		opt.Color = report.UseColor(stdout)

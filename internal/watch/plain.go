@@ -38,6 +38,11 @@ type Options struct {
 	Color bool
 	// Config tunes the history and the leak rule.
 	Config Config
+	// Containers names containers (ByContainer); nil shows short ids
+	// (see sample.Namer).
+	Containers interface {
+		Key(cgroupPath string) string
+	}
 }
 
 // RunPlain is the watch for logs and pipes: every opt.Interval it scans
@@ -51,6 +56,7 @@ type Options struct {
 // written, for the caller's warnings about estimates.
 func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
 	t := NewTracker(opt.Config, opt.By)
+	t.SetContainers(opt.Containers)
 	var (
 		snap  sample.Snapshot
 		buf   []byte
