@@ -1,7 +1,7 @@
 // Package sample is the data model of a walk of a /proc tree, a Snapshot
 // of per-process memory figures, and its rules: how figures are computed
 // (ExactFigures, EstimateFigures), how programs are named, how processes
-// are grouped (by program, pid, user or cgroup).
+// are grouped (by program, pid, user, cgroup, unit, slice or container).
 //
 // It does not read /proc (that is the sampler, package engine), parse
 // /proc files (package proc) or render anything (package report). Every memory figure here is in
