@@ -307,12 +307,33 @@ func CgroupName(path string) string {
 	return shortIDs(path)
 }
 
-// shortIDs shortens the container ids in s to 12 hex digits.
+// shortIDs shortens the container ids in s to 12 hex digits: every run
+// of 64 lower-case hex digits, left to right, as containerID would match
+// them (TestShortIDs holds the two equal). A scan instead of the regular
+// expression: it runs for every process of every grouping by cgroup, unit
+// or slice, and allocates only when it shortens.
 func shortIDs(s string) string {
 	if len(s) < 64 {
 		return s
 	}
-	return containerID().ReplaceAllStringFunc(s, func(id string) string { return id[:12] })
+	var b []byte
+	run, last := 0, 0 // hex digits in the current run; s[last:] not yet copied
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			run = 0
+			continue
+		}
+		if run++; run == 64 {
+			start := i + 1 - 64
+			b = append(b, s[last:start+12]...)
+			last, run = i+1, 0
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
 }
 
 // addSat is a + b, or the largest uint64 when that overflows: a total of

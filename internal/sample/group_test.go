@@ -158,3 +158,29 @@ func TestNeedsCgroup(t *testing.T) {
 		}
 	}
 }
+
+// shortIDsRef is the definition shortIDs implements.
+func shortIDsRef(s string) string {
+	return containerID().ReplaceAllStringFunc(s, func(id string) string { return id[:12] })
+}
+
+func TestShortIDs(t *testing.T) {
+	const id = "300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53"
+	for _, s := range []string{
+		"", "docker-" + id + ".scope", id, id + id, id + id[:10], "x" + id[:63] + "y",
+		"/a/" + id + "/b/" + id, id[:30] + "-" + id, "A" + id + "F", id + "0",
+	} {
+		if got, want := shortIDs(s), shortIDsRef(s); got != want {
+			t.Errorf("shortIDs(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzShortIDs(f *testing.F) {
+	f.Add("docker-300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53.scope")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := shortIDs(s), shortIDsRef(s); got != want {
+			t.Fatalf("shortIDs(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
