@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/privilege"
@@ -126,7 +127,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case f.output == "" || f.output == "-":
 		_, err = export.Run(ctx, stdout, plan.opt, src)
 	default:
-		err = export.ToFile(ctx, f.output, privilege.CreateOutput, plan.opt, src)
+		err = export.ToFile(ctx, f.output, atomicfile.CreateAsUser, plan.opt, src)
 	}
 	if err == nil {
 		err = st.Close()

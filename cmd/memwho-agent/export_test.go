@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli/clitest"
 	"github.com/memwho/memwho/internal/export"
-	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/store"
 	"github.com/memwho/memwho/internal/store/storetest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -157,7 +157,7 @@ func TestExportSQLite(t *testing.T) {
 	})
 }
 
-// TestWriteFileAtomic: -o through export.ToFile and privilege.CreateOutput: a failed export leaves neither the final name nor
+// TestWriteFileAtomic: -o through export.ToFile and atomicfile.CreateAsUser: a failed export leaves neither the final name nor
 // the temporary file; a successful one replaces the old file.
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
@@ -167,7 +167,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	errDB := errors.New("database went away")
 	ctx := context.Background()
-	err := export.ToFile(ctx, name, privilege.CreateOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
+	err := export.ToFile(ctx, name, atomicfile.CreateAsUser, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		io.WriteString(w, "half a file")
 		return errDB
 	})
@@ -178,7 +178,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("after a failed write the file holds %q, want the old content", b)
 	}
 	clitest.NoTemps(t, dir)
-	if err := export.ToFile(ctx, name, privilege.CreateOutput, export.Options{}, func(ctx context.Context, w io.Writer) error {
+	if err := export.ToFile(ctx, name, atomicfile.CreateAsUser, export.Options{}, func(ctx context.Context, w io.Writer) error {
 		_, err := io.WriteString(w, "new\n")
 		return err
 	}); err != nil {

@@ -30,7 +30,7 @@ func (f *leaksFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.until, "until", "", "")
 	fs.StringVar(&f.host, "host", "", "")
 	fs.BoolVar(&f.allHosts, "all-hosts", false, "")
-	fs.StringVar(&f.kinds, "kind", "process,program,user,cgroup", "")
+	fs.StringVar(&f.kinds, "kind", "process,program,user,cgroup,unit,slice,container", "")
 	fs.StringVar(&f.minGrowth, "min-growth", "1MiB", "")
 	fs.IntVar(&f.rep.Top, "top", 20, "")
 	fs.BoolVar(&f.rep.JSON, "json", false, "")
@@ -65,7 +65,7 @@ func (f *leaksFlags) report(now time.Time) (*leaks.Report, string, error) {
 	for _, s := range strings.Split(f.kinds, ",") {
 		k, err := store.ParseKind(strings.TrimSpace(s))
 		if err != nil {
-			return nil, "", cli.Usagef("--kind: %v (want process, program, user or cgroup)", err)
+			return nil, "", cli.Usagef("--kind: %v (want process, program, user, cgroup, unit, slice or container)", err)
 		}
 		p.Kinds = append(p.Kinds, k)
 	}

@@ -84,19 +84,20 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 }
 
 // hasDetail reports whether the snapshot's processes carry what grouping
-// by needs: the uid for users, the cgroup path for cgroups. An agent
-// serving snapshots reads both for every process.
+// by needs: the uid for users, the cgroup paths for cgroups, units,
+// slices and containers. An agent serving snapshots reads both for every
+// process.
 func hasDetail(snap *sample.Snapshot, by sample.By) bool {
-	switch by {
-	case sample.ByUser:
+	switch {
+	case by == sample.ByUser:
 		for i := range snap.Procs {
 			if !snap.Procs[i].UIDKnown {
 				return false
 			}
 		}
-	case sample.ByCgroup:
+	case by.NeedsCgroup():
 		for i := range snap.Procs {
-			if snap.Procs[i].Cgroup != "" {
+			if snap.Procs[i].Cgroup != "" || snap.Procs[i].SystemdCgroup != "" {
 				return true
 			}
 		}

@@ -1,5 +1,5 @@
 // Command memwho reports who is using RAM and swap: proportional set size
-// per program, process, user or cgroup, once (report) or live (watch).
+// per program, process, user, cgroup, unit, slice or container, once (report) or live (watch).
 //
 // This is the binary a user runs, and the one the privileged install
 // gives capabilities to, so it holds only what reading /proc and showing

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/privilege/privtest"
@@ -157,7 +158,7 @@ func TestHostileNameLive(t *testing.T) {
 // TestPrivilegedInstall).
 func TestOpenInputOutput(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "out")
-	f, err := privilege.CreateOutput(p)
+	f, err := atomicfile.CreateAsUser(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/profile"
@@ -115,7 +117,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Every file the user named is opened before the scan (only when
 	// memwho is not elevated: see plan), so that a refused path costs
 	// nothing and the --sandbox can forbid new opens.
-	prof, err := profile.Start(f.cpuprofile, f.memprofile, privilege.CreateOutput)
+	prof, err := profile.Start(f.cpuprofile, f.memprofile, atomicfile.CreateAsUser)
 	if err != nil {
 		return err
 	}
@@ -153,6 +155,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := report.MissingPIDs(stderr, missing, len(plan.PIDs)); err != nil {
 		return err
 	}
+	plan.Names = &sample.Namer{Containers: container.NewNames(container.RootFor(f.procDir))}
 	groups, total := plan.Groups(procs)
 	format := report.FormatTable
 	switch {
@@ -209,8 +212,8 @@ func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Sn
 		FS:         procFS,
 		Fast:       f.fast,
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
-		NeedCgroup: plan.By == sample.ByCgroup,
-		NoNames:    plan.By == sample.ByUser || plan.By == sample.ByCgroup,
+		NeedCgroup: plan.By.NeedsCgroup(),
+		NoNames:    plan.By == sample.ByUser || plan.By.NeedsCgroup(),
 		PIDs:       plan.ScanPIDs(f.system),
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
@@ -94,7 +95,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			// history of every grouping, so it reads what all of them
 			// need.
 			NeedUID:    live || opt.By == sample.ByUser,
-			NeedCgroup: live || opt.By == sample.ByCgroup,
+			NeedCgroup: live || opt.By.NeedsCgroup(),
 			Conns:      conns,
 		})
 		if err != nil {
@@ -103,6 +104,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer eng.Close()
 		s = eng
 	}
+	opt.Containers = container.NewNames(container.RootFor(pr))
 
 	if live {
 		opt.Color = report.UseColor(stdout)

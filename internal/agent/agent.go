@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -44,8 +45,8 @@ type Options struct {
 	// set from By.
 	Engine engine.Options
 	// By is the grouping of the memwho_group_* series: ByProgram,
-	// ByUser or ByCgroup (ByPID would make one series per process; use
-	// TopProcesses).
+	// ByUser, ByCgroup, ByUnit, BySlice or ByContainer (ByPID would make
+	// one series per process; use TopProcesses).
 	By sample.By
 	// TopProcesses adds memwho_process_* series for the K processes
 	// using the most RAM; 0 adds none. It caps per-process cardinality.
@@ -94,7 +95,7 @@ type Agent struct {
 	// Used only by the walking goroutine (one at a time).
 	snaps [2]sample.Snapshot
 	next  int
-	users sample.Users
+	names sample.Namer
 	ex    expo
 
 	bufs sync.Pool // *[]byte for the per-scrape part
@@ -119,7 +120,7 @@ type state struct {
 // (or Refresh).
 func New(opt Options) (*Agent, error) {
 	switch opt.By {
-	case sample.ByProgram, sample.ByUser, sample.ByCgroup:
+	case sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByUnit, sample.BySlice, sample.ByContainer:
 	default:
 		return nil, fmt.Errorf("agent: cannot group by %s (one series per process): use TopProcesses", opt.By)
 	}
@@ -132,12 +133,17 @@ func New(opt Options) (*Agent, error) {
 	opt.TopProcesses = min(max(opt.TopProcesses, 0), MaxTopProcesses)
 	eo := opt.Engine
 	eo.NeedUID = eo.NeedUID || opt.By == sample.ByUser
-	eo.NeedCgroup = eo.NeedCgroup || opt.By == sample.ByCgroup
+	eo.NeedCgroup = eo.NeedCgroup || opt.By.NeedsCgroup()
 	eng, err := engine.New(eo)
 	if err != nil {
 		return nil, err
 	}
 	a := &Agent{opt: opt, eng: eng}
+	if eo.FS != nil && opt.By == sample.ByContainer {
+		// Read with the agent's own rights only: under a unit's
+		// ambient capabilities containers keep their short ids.
+		a.names.Containers = container.NewNames(container.RootFor(eo.FS.Root()))
+	}
 	a.bufs.New = func() any { b := make([]byte, 0, 8<<10); return &b }
 	return a, nil
 }

@@ -70,6 +70,10 @@ func TestGolden(t *testing.T) {
 		{"sockets_by_user", "testdata/sockets.txtar", Options{By: sample.ByUser, TopProcesses: 1}},
 		{"names", "../proc/testdata/names.txtar", Options{TopProcesses: 3}},
 		{"cgroup", "../proc/testdata/cgroup-v2.txtar", Options{By: sample.ByCgroup}},
+		// The fixture's tree is not named proc: no runtime state is
+		// read, containers keep their short ids.
+		{"container", "../proc/testdata/containers.txtar", Options{By: sample.ByContainer}},
+		{"unit", "../proc/testdata/containers.txtar", Options{By: sample.ByUnit}},
 		{"kernel_zombie", "../proc/testdata/zombie.txtar", Options{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 // renderWalk renders the metrics that change only with a walk.
 func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	snap := st.snap
-	groups := sample.GroupProcs(snap.Procs, a.opt.By, &a.users)
+	groups := sample.GroupProcs(snap.Procs, a.opt.By, &a.names)
 	slices.SortFunc(groups, func(x, y sample.Group) int { return strings.Compare(x.Key, y.Key) })
 	total := sample.Total(groups)
 	conns := snap.ConnsOK
@@ -132,7 +132,7 @@ func (a *Agent) renderTop(ex *expo, st *state, k int, conns bool) {
 		ex.labelInt("pid", p.PID, true)
 		ex.label("name", p.Name, false)
 		if withGroup {
-			ex.label("group", sample.Key(p, a.opt.By, &a.users), false)
+			ex.label("group", sample.Key(p, a.opt.By, &a.names), false)
 		}
 	}
 	proc := func(name, help string, v func(p *sample.Process) uint64) {

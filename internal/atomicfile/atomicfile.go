@@ -38,6 +38,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/memwho/memwho/internal/privilege"
 )
 
 // OpenFunc opens a path like os.OpenFile. It is how the directory and
@@ -240,4 +242,14 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// CreateAsUser starts a file the user asked memwho to write: a new
+// temporary file beside path, mode 0600, renamed over path by Commit; the
+// caller must Commit or Abort it. When memwho runs with more privilege
+// than its user, the file is opened with the user's identity
+// (privilege.OpenFile): it succeeds exactly when the user could have
+// created it, and the new file is the user's.
+func CreateAsUser(path string) (*File, error) {
+	return CreateWith(path, 0, privilege.OpenFile)
 }

@@ -131,10 +131,10 @@ type Options struct {
 	Fast bool
 	// NeedUID fills Process.UID (for user filters and grouping).
 	NeedUID bool
-	// NeedCgroup fills Process.Cgroup.
+	// NeedCgroup fills Process.Cgroup and SystemdCgroup.
 	NeedCgroup bool
 	// NoNames skips what only program names need (comm, the exe link,
-	// cmdline): for groupings by user or cgroup. Name, Comm, Exe and
+	// cmdline): for groupings by user, cgroup, unit, slice or container. Name, Comm, Exe and
 	// Script stay empty.
 	NoNames bool
 	// NeedStartTime fills Process.StartTime and PPID for a OneShot

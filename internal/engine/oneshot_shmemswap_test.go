@@ -27,7 +27,7 @@ func systemSwap(t *testing.T) (used, procs, rest int64) {
 	if err := s.Scan(&snap); err != nil {
 		t.Fatal(err)
 	}
-	var users sample.Users
+	var users sample.Namer
 	groups := sample.GroupProcs(snap.Procs, sample.ByProgram, &users)
 	var b bytes.Buffer
 	if err := report.JSON(&b, groups, sample.Total(groups), &snap, report.Options{System: true}); err != nil {

@@ -384,9 +384,13 @@ func (e *Engine) readStatus(w *worker, p *sample.Process, comm, estimate bool) s
 // on): a missing cgroup file leaves the group empty, it drops nothing.
 func (e *Engine) readCgroup(w *worker, p *sample.Process) state {
 	if e.opt.NeedCgroup {
-		p.Cgroup = ""
-		if cg, err := w.r.Cgroup(); err == nil {
+		p.Cgroup, p.SystemdCgroup = "", ""
+		if cg, sd, err := w.r.CgroupPaths(); err == nil {
 			p.Cgroup = w.intern(cg)
+			p.SystemdCgroup = p.Cgroup
+			if string(sd) != p.Cgroup {
+				p.SystemdCgroup = w.intern(sd)
+			}
 		}
 	}
 	return stExact

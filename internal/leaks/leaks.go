@@ -37,7 +37,7 @@ func (o *Options) defaults() {
 type Leak struct {
 	Host string
 	Kind store.Kind
-	// Key is the program name (for a process too), user or cgroup name:
+	// Key is the program name (for a process too), or the group's name:
 	// raw text, to be sanitised before printing.
 	Key string
 	// PID and StartTime (clock ticks since boot) identify a process;

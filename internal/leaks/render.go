@@ -60,7 +60,7 @@ func (rep *Report) Write(ctx context.Context, st store.Store, w io.Writer) error
 	// would bury the process under its program, user and cgroup.
 	all := c.Rank(Options{MinSlope: float64(rep.MinGrowth)})
 	var ranked []Leak
-	for _, k := range []store.Kind{store.KindProcess, store.KindProgram, store.KindUser, store.KindCgroup} {
+	for _, k := range []store.Kind{store.KindProcess, store.KindProgram, store.KindUser, store.KindCgroup, store.KindUnit, store.KindSlice, store.KindContainer} {
 		if !slices.Contains(rep.Kinds, k) {
 			continue
 		}
@@ -209,10 +209,13 @@ func (rep *Report) writeTable(w io.Writer, samples, hosts int, last *store.Sampl
 }
 
 var sectionTitles = map[store.Kind]string{
-	store.KindProcess: "Processes (same pid and start time throughout)",
-	store.KindProgram: "Programs",
-	store.KindUser:    "Users",
-	store.KindCgroup:  "Cgroups",
+	store.KindProcess:   "Processes (same pid and start time throughout)",
+	store.KindProgram:   "Programs",
+	store.KindUser:      "Users",
+	store.KindCgroup:    "Cgroups",
+	store.KindUnit:      "Units",
+	store.KindSlice:     "Slices",
+	store.KindContainer: "Containers",
 }
 
 func appendSpaces(b []byte, n int) []byte {

@@ -21,16 +21,27 @@ var ErrEffective = errors.New("internal error: a path the user named was to be o
 // anything while the calling thread (and so every thread: capability
 // changes here are all-thread) holds an effective capability.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := UserRights(); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, flag, perm)
+}
+
+// UserRights returns nil when files opened now are opened with the user's
+// own rights only (no capability effective), ErrEffective otherwise. Code
+// that opens files of its own choosing with other users' content in them
+// (container runtimes' state, after the scan) checks it first.
+func UserRights() error {
 	if Elevated() {
 		eff, err := effectiveCaps()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if eff != 0 {
-			return nil, ErrEffective
+			return ErrEffective
 		}
 	}
-	return os.OpenFile(path, flag, perm)
+	return nil
 }
 
 // effectiveCaps returns the calling thread's effective capability mask.

@@ -8,7 +8,6 @@ import (
 
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 
-	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/proc"
 )
@@ -126,18 +125,8 @@ func SandboxScan(fs *proc.FS) (warning string, err error) {
 	return "", nil
 }
 
-// CreateOutput starts a file the user asked memwho to write: a new
-// temporary file beside path, mode 0600, renamed over path by Commit (see
-// package atomicfile); the caller must Commit or Abort it. When memwho
-// runs with more privilege than its user, the file is opened with the
-// user's identity (OpenFile): it succeeds exactly when the user could
-// have created it, and the new file is the user's.
-func CreateOutput(path string) (*atomicfile.File, error) {
-	return atomicfile.CreateWith(path, 0, OpenFile)
-}
-
 // OpenInput opens a file the user asked memwho to read, with the user's
-// identity (see CreateOutput): nothing the user could not read.
+// identity (OpenFile): nothing the user could not read.
 func OpenInput(path string) (*os.File, error) {
 	return OpenFile(path, os.O_RDONLY, 0)
 }

@@ -6,11 +6,19 @@ import "bytes"
 // CgroupPath picks from it. The result aliases the Reader's buffer and is
 // valid until the next read.
 func (r *Reader) Cgroup() ([]byte, error) {
+	mem, _, err := r.CgroupPaths()
+	return mem, err
+}
+
+// CgroupPaths reads /proc/PID/cgroup of the open process and returns the
+// two paths CgroupPaths picks from it. Both alias the Reader's buffer and
+// are valid until the next read.
+func (r *Reader) CgroupPaths() (memory, systemd []byte, err error) {
 	b, err := r.readTaskFile("cgroup\x00")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return CgroupPath(b)
+	return CgroupPaths(b)
 }
 
 // CgroupPath picks the cgroup that governs a process's memory from the
@@ -20,12 +28,26 @@ func (r *Reader) Cgroup() ([]byte, error) {
 // ("0::path"), else systemd's named v1 hierarchy. It returns ErrMalformed
 // when no line qualifies.
 func CgroupPath(b []byte) ([]byte, error) {
+	mem, _, err := CgroupPaths(b)
+	return mem, err
+}
+
+// CgroupPaths returns the path CgroupPath picks (memory) and the path in
+// the hierarchy systemd manages (systemd): the unified v2 hierarchy's
+// unless it is the root, else the named v1 "name=systemd" hierarchy's,
+// else the unified one's, else memory. Units and containers are named by
+// systemd's hierarchy: on a v1 host the memory controller can hold a
+// process in a cgroup of its own ("/" when the unit has no memory
+// accounting) that says nothing of its unit. A legacy v1 host lists the
+// unused unified hierarchy as "0::/"; a hybrid one has the same path in
+// both. On a pure v2 host both results are the "0::" path.
+func CgroupPaths(b []byte) (memory, systemd []byte, err error) {
 	// The file must end with a complete line; a cut path would name
 	// another cgroup.
 	if len(b) > 0 && b[len(b)-1] != '\n' {
-		return nil, ErrMalformed
+		return nil, nil, ErrMalformed
 	}
-	var unified, systemd []byte
+	var unified, named []byte
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		line := b[:nl]
@@ -44,18 +66,33 @@ func CgroupPath(b []byte) ([]byte, error) {
 		case len(ctrl) == 0 && string(line[:c1]) == "0":
 			unified = path
 		case string(ctrl) == "name=systemd":
-			systemd = path
+			named = path
 		case hasController(ctrl, "memory"):
-			return path, nil
+			if memory == nil {
+				memory = path
+			}
 		}
 	}
-	if unified != nil {
-		return unified, nil
+	switch {
+	case unified != nil && string(unified) != "/":
+		systemd = unified
+	case named != nil:
+		systemd = named
+	case unified != nil:
+		systemd = unified
+	default:
+		systemd = memory
 	}
-	if systemd != nil {
-		return systemd, nil
+	if memory == nil {
+		memory = unified
 	}
-	return nil, ErrMalformed
+	if memory == nil {
+		memory = named
+	}
+	if memory == nil {
+		return nil, nil, ErrMalformed
+	}
+	return memory, systemd, nil
 }
 
 func hasController(list []byte, name string) bool {

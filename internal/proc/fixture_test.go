@@ -220,11 +220,18 @@ func TestFixtureCgroup(t *testing.T) {
 		fixture string
 		pid     int
 		want    string
+		systemd string // "": want
 	}{
-		{"cgroup-v1", 10629, "/system.slice/nginx.service"},
-		{"cgroup-v1", 10630, "/docker/300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53"},
-		{"cgroup-v2", 11366, "/system.slice/nginx.service"},
-		{"cgroup-v2", 11367, "/system.slice/docker-300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53.scope"},
+		{"cgroup-v1", 10629, "/system.slice/nginx.service", ""},
+		{"cgroup-v1", 10630, "/docker/300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53", ""},
+		{"cgroup-v2", 11366, "/system.slice/nginx.service", ""},
+		{"cgroup-v2", 11367, "/system.slice/docker-300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53.scope", ""},
+		// Hybrid: the memory controller's path is not the unit's.
+		{"cgroup-v2", 11368, "/process_api/e945dd35e2bff91edcf55b8a09aaf42d", "/system.slice/cron.service"},
+		// Legacy v1: the unified hierarchy is listed at its root;
+		// systemd's named hierarchy holds the unit.
+		{"containers", 9926, "/process_api/aadcb5049e02165aff621b58dad4a56b", "/system.slice/ssh.service"},
+		{"containers", 9903, "/process_api/aadcb5049e02165aff621b58dad4a56b", "/system.slice/docker-bae9bc2df07a1e918fa1ec026b1d3ff618affb334710107de813f66fee79cb63.scope"},
 	} {
 		t.Run(tc.fixture+"/"+itoa(tc.pid), func(t *testing.T) {
 			fs := openFixture(t, tc.fixture)
@@ -236,6 +243,14 @@ func TestFixtureCgroup(t *testing.T) {
 			got, err := r.Cgroup()
 			if err != nil || string(got) != tc.want {
 				t.Errorf("Cgroup = %q, %v, want %q", got, err, tc.want)
+			}
+			want := tc.systemd
+			if want == "" {
+				want = tc.want
+			}
+			_, sd, err := r.CgroupPaths()
+			if err != nil || string(sd) != want {
+				t.Errorf("CgroupPaths systemd = %q, %v, want %q", sd, err, want)
 			}
 		})
 	}

@@ -393,6 +393,36 @@ func refCgroup(s string) (string, error) {
 	return "", ErrMalformed
 }
 
+// refCgroupSystemd is the reference for CgroupPaths' systemd path.
+func refCgroupSystemd(s string) (string, error) {
+	mem, err := refCgroup(s)
+	if err != nil {
+		return "", err
+	}
+	var unified, named *string
+	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "" && parts[0] == "0":
+			unified = &parts[2]
+		case parts[1] == "name=systemd":
+			named = &parts[2]
+		}
+	}
+	switch {
+	case unified != nil && *unified != "/":
+		return *unified, nil
+	case named != nil:
+		return *named, nil
+	case unified != nil:
+		return *unified, nil
+	}
+	return mem, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -413,6 +443,11 @@ func FuzzCgroupPath(f *testing.F) {
 		}
 		if err == nil && string(got) != want {
 			t.Fatalf("CgroupPath(%q) = %q, reference %q", s, got, want)
+		}
+		_, sd, err := CgroupPaths([]byte(s))
+		wantSD, werr := refCgroupSystemd(s)
+		if err != werr || err == nil && string(sd) != wantSD {
+			t.Fatalf("CgroupPaths(%q) systemd = %q, %v, reference %q, %v", s, sd, err, wantSD, werr)
 		}
 	})
 }

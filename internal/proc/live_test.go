@@ -343,6 +343,7 @@ func TestNoAllocs(t *testing.T) {
 			r.Close()
 		}},
 		{"Cgroup", func() { r.Open(pid); r.Cgroup(); r.Close() }},
+		{"CgroupPaths", func() { r.Open(pid); r.CgroupPaths(); r.Close() }},
 		{"Threads", func() { r.Threads(pid) }},
 		{"SelectTask+Hold+RollupHeld", func() {
 			r.SelectTask(pid, pid)

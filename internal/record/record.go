@@ -20,6 +20,7 @@ import (
 
 	"github.com/memwho/memwho/internal/cgroup"
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/store"
@@ -89,6 +90,9 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		Host:   cfg.Host,
 		BootID: BootID(fs),
 		Kinds:  cfg.Kinds,
+		// Names are read with the recorder's own rights: with the
+		// capabilities of a unit, containers keep their short ids.
+		Containers: container.NewNames(container.RootFor(fs.Root())),
 		Limit: func(p *sample.Process) store.Limit {
 			l := limits.Of(p.Cgroup)
 			return store.Limit{Limit: l.Limit, Free: l.Free}

@@ -20,6 +20,12 @@ func KeyHeader(by sample.By) string {
 		return "User"
 	case sample.ByCgroup:
 		return "Cgroup"
+	case sample.ByUnit:
+		return "Unit"
+	case sample.BySlice:
+		return "Slice"
+	case sample.ByContainer:
+		return "Container"
 	}
 	return "Program"
 }

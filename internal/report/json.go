@@ -23,7 +23,7 @@ const Schema = "memwho.report/v1"
 //	schema               "memwho.report/v1"
 //	time                 snapshot time, RFC 3339 in UTC, whole seconds
 //	                     (year 1 when snap is nil)
-//	by                   opt.By ("program", "pid", "user", "cgroup")
+//	by                   opt.By ("program", "pid", "user", "cgroup", "unit", "slice", "container")
 //	groups               array of group objects, in the order given
 //	total                a group object for the total, key "total"
 //	system               present only with opt.System and snap.MeminfoOK:

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/memwho/memwho/internal/cgroup"
+	"github.com/memwho/memwho/internal/container"
 )
 
 // By names a grouping of processes.
@@ -25,9 +28,16 @@ const (
 	ByUser
 	// ByCgroup groups by cgroup path.
 	ByCgroup
+	// ByUnit groups by systemd unit (cgroup.Unit of SystemdCgroup).
+	ByUnit
+	// BySlice groups by the slice of the systemd unit (cgroup.Slice).
+	BySlice
+	// ByContainer groups by container name, "host" outside any
+	// (Namer.Containers).
+	ByContainer
 )
 
-var byNames = []string{"program", "pid", "user", "cgroup"}
+var byNames = []string{"program", "pid", "user", "cgroup", "unit", "slice", "container"}
 
 // String returns the flag spelling of b.
 func (b By) String() string { return byNames[b] }
@@ -39,7 +49,38 @@ func ParseBy(s string) (By, error) {
 			return By(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown grouping %q (want program, pid, user or cgroup)", s)
+	return 0, fmt.Errorf("unknown grouping %q (want program, pid, user, cgroup, unit, slice or container)", s)
+}
+
+// NeedsCgroup reports whether keys of grouping b need Process.Cgroup and
+// SystemdCgroup (engine.Options.NeedCgroup).
+func (b By) NeedsCgroup() bool {
+	return b == ByCgroup || b == ByUnit || b == BySlice || b == ByContainer
+}
+
+// Namer names groups: user names, and container names through
+// Containers. The zero value is ready to use and names containers by
+// their short ids only, reading no file.
+type Namer struct {
+	Users
+	// Containers names the container of a cgroup path (ByContainer);
+	// nil keys containers by container.Parse alone. Commands set a
+	// container.Names reading the runtimes' state.
+	Containers interface {
+		Key(cgroupPath string) string
+	}
+}
+
+// ContainerKey returns the ByContainer key of a cgroup path.
+func (n *Namer) ContainerKey(path string) string {
+	if n.Containers != nil {
+		return n.Containers.Key(path)
+	}
+	ref, ok := container.Parse(path)
+	if !ok {
+		return container.Host
+	}
+	return ref.Short()
 }
 
 // Users maps uids to user names, remembering each answer. The zero value
@@ -65,7 +106,7 @@ func (u *Users) Name(uid uint32) string {
 }
 
 // Key returns the key p is grouped under.
-func Key(p *Process, by By, users *Users) string {
+func Key(p *Process, by By, names *Namer) string {
 	switch by {
 	case ByPID:
 		return p.Name + " [" + strconv.Itoa(p.PID) + "]"
@@ -73,23 +114,37 @@ func Key(p *Process, by By, users *Users) string {
 		if !p.UIDKnown {
 			return "?"
 		}
-		return users.Name(p.UID)
+		return names.Name(p.UID)
 	case ByCgroup:
 		if p.Cgroup == "" {
 			return "?"
 		}
 		return CgroupName(p.Cgroup)
+	case ByUnit, BySlice, ByContainer:
+		path := p.SystemdCgroup
+		if path == "" {
+			path = p.Cgroup
+		}
+		switch {
+		case path == "":
+			return "?"
+		case by == ByUnit:
+			return shortIDs(cgroup.Unit(path))
+		case by == BySlice:
+			return shortIDs(cgroup.Slice(path))
+		}
+		return names.ContainerKey(path)
 	}
 	return p.Name
 }
 
 // GroupProcs sums procs into groups by key, in no particular order.
-func GroupProcs(procs []Process, by By, users *Users) []Group {
+func GroupProcs(procs []Process, by By, names *Namer) []Group {
 	idx := make(map[string]int)
 	var groups []Group
 	for i := range procs {
 		p := &procs[i]
-		k := Key(p, by, users)
+		k := Key(p, by, names)
 		j, ok := idx[k]
 		if !ok {
 			j = len(groups)
@@ -246,10 +301,39 @@ var containerID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // of the path (slices, units, scopes) is kept so that no two cgroups
 // share a name.
 func CgroupName(path string) string {
-	if !strings.Contains(path, "/") || len(path) < 64 {
+	if !strings.Contains(path, "/") {
 		return path
 	}
-	return containerID().ReplaceAllStringFunc(path, func(id string) string { return id[:12] })
+	return shortIDs(path)
+}
+
+// shortIDs shortens the container ids in s to 12 hex digits: every run
+// of 64 lower-case hex digits, left to right, as containerID would match
+// them (TestShortIDs holds the two equal). A scan instead of the regular
+// expression: it runs for every process of every grouping by cgroup, unit
+// or slice, and allocates only when it shortens.
+func shortIDs(s string) string {
+	if len(s) < 64 {
+		return s
+	}
+	var b []byte
+	run, last := 0, 0 // hex digits in the current run; s[last:] not yet copied
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			run = 0
+			continue
+		}
+		if run++; run == 64 {
+			start := i + 1 - 64
+			b = append(b, s[last:start+12]...)
+			last, run = i+1, 0
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
 }
 
 // addSat is a + b, or the largest uint64 when that overflows: a total of

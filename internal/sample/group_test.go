@@ -14,7 +14,7 @@ func TestGroupSortTop(t *testing.T) {
 		{PID: 2, Name: "b", RAM: 20, Private: 20, Shared: 0, Accuracy: Estimate},
 		{PID: 4, Name: "c", RAM: 25, Private: 25, Swap: 7, SwapPssMissing: true},
 	}
-	var users Users
+	var users Namer
 	groups := GroupProcs(procs, ByProgram, &users)
 	Sort(groups, SortRAM, false)
 	var keys []string
@@ -89,7 +89,7 @@ func TestTotalsSaturate(t *testing.T) {
 	if g.RAM != math.MaxUint64 || g.Swap != big+1 {
 		t.Errorf("SumProcs: RAM %d swap %d, want %d and %d", g.RAM, g.Swap, uint64(math.MaxUint64), big+1)
 	}
-	var users Users
+	var users Namer
 	groups := GroupProcs(procs, ByPID, &users)
 	if tot := Total(groups); tot.RAM != math.MaxUint64 {
 		t.Errorf("Total: RAM %d, want saturated", tot.RAM)
@@ -106,4 +106,81 @@ func TestParsePIDs(t *testing.T) {
 			t.Errorf("ParsePIDs(%q) = %v, want an error", bad, got)
 		}
 	}
+}
+
+type fakeContainers map[string]string
+
+func (f fakeContainers) Key(path string) string { return f[path] }
+
+func TestUnitSliceContainerKeys(t *testing.T) {
+	const id = "300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53"
+	docker := "/system.slice/docker-" + id + ".scope"
+	for _, tc := range []struct {
+		name                  string
+		p                     Process
+		unit, slice, cont, cg string
+	}{
+		{"v2 service", Process{Cgroup: "/system.slice/nginx.service", SystemdCgroup: "/system.slice/nginx.service"},
+			"nginx.service", "system.slice", "host", "/system.slice/nginx.service"},
+		{"docker, ids shortened", Process{Cgroup: docker, SystemdCgroup: docker},
+			"docker-300a4e177913.scope", "system.slice", "300a4e177913", "/system.slice/docker-300a4e177913.scope"},
+		// A v1 host: the memory controller's path says nothing of the
+		// unit; systemd's hierarchy does.
+		{"v1 memory path differs", Process{Cgroup: "/", SystemdCgroup: "/system.slice/cron.service"},
+			"cron.service", "system.slice", "host", "/"},
+		// Snapshots from before SystemdCgroup: Cgroup is used.
+		{"no systemd path", Process{Cgroup: "/system.slice/cron.service"},
+			"cron.service", "system.slice", "host", "/system.slice/cron.service"},
+		{"no cgroup", Process{}, "?", "?", "?", "?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n Namer
+			for by, want := range map[By]string{ByUnit: tc.unit, BySlice: tc.slice, ByContainer: tc.cont, ByCgroup: tc.cg} {
+				if got := Key(&tc.p, by, &n); got != want {
+					t.Errorf("Key(%v) = %q, want %q", by, got, want)
+				}
+			}
+		})
+	}
+	n := Namer{Containers: fakeContainers{docker: "web"}}
+	if got := Key(&Process{Cgroup: docker, SystemdCgroup: docker}, ByContainer, &n); got != "web" {
+		t.Errorf("with a resolver: %q, want web", got)
+	}
+}
+
+func TestNeedsCgroup(t *testing.T) {
+	for by, want := range map[By]bool{ByProgram: false, ByPID: false, ByUser: false, ByCgroup: true, ByUnit: true, BySlice: true, ByContainer: true} {
+		if by.NeedsCgroup() != want {
+			t.Errorf("%v.NeedsCgroup() = %v", by, !want)
+		}
+		if b, err := ParseBy(by.String()); err != nil || b != by {
+			t.Errorf("ParseBy(%q) = %v, %v", by.String(), b, err)
+		}
+	}
+}
+
+// shortIDsRef is the definition shortIDs implements.
+func shortIDsRef(s string) string {
+	return containerID().ReplaceAllStringFunc(s, func(id string) string { return id[:12] })
+}
+
+func TestShortIDs(t *testing.T) {
+	const id = "300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53"
+	for _, s := range []string{
+		"", "docker-" + id + ".scope", id, id + id, id + id[:10], "x" + id[:63] + "y",
+		"/a/" + id + "/b/" + id, id[:30] + "-" + id, "A" + id + "F", id + "0",
+	} {
+		if got, want := shortIDs(s), shortIDsRef(s); got != want {
+			t.Errorf("shortIDs(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzShortIDs(f *testing.F) {
+	f.Add("docker-300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53.scope")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := shortIDs(s), shortIDsRef(s); got != want {
+			t.Fatalf("shortIDs(%q) = %q, want %q", s, got, want)
+		}
+	})
 }

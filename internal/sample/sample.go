@@ -1,7 +1,7 @@
 // Package sample is the data model of a walk of a /proc tree, a Snapshot
 // of per-process memory figures, and its rules: how figures are computed
 // (ExactFigures, EstimateFigures), how programs are named, how processes
-// are grouped (by program, pid, user or cgroup).
+// are grouped (by program, pid, user, cgroup, unit, slice or container).
 //
 // It does not read /proc (that is the sampler, package engine), parse
 // /proc files (package proc) or render anything (package report). Every memory figure here is in
@@ -83,6 +83,10 @@ type Process struct {
 	// Cgroup is the process's cgroup path (memory controller on cgroup v1,
 	// the unified hierarchy on v2), filled only when grouping by cgroup.
 	Cgroup string
+	// SystemdCgroup is the process's path in the hierarchy systemd
+	// manages (proc.CgroupPaths), which names its unit and container;
+	// filled with Cgroup, and the same string on a cgroup v2 host.
+	SystemdCgroup string
 
 	// RAM is the proportional set size in bytes: Pss plus Private_Hugetlb
 	// from smaps_rollup (exact), or VmRSS from status (estimate).

@@ -25,6 +25,8 @@ type Selection struct {
 	Reverse bool
 	// Top keeps the Top largest groups by Sort; 0 keeps all.
 	Top int
+	// Names names users and containers; nil uses a zero Namer.
+	Names *Namer
 }
 
 // Procs keeps, in place, the processes of procs that PIDs and UID
@@ -52,8 +54,11 @@ func (s *Selection) Procs(procs []Process) (kept []Process, missing []int) {
 // Groups groups procs as s.By says and returns the groups shown, in the
 // order shown, and their total.
 func (s *Selection) Groups(procs []Process) ([]Group, Group) {
-	var users Users
-	groups := GroupProcs(procs, s.By, &users)
+	names := s.Names
+	if names == nil {
+		names = new(Namer)
+	}
+	groups := GroupProcs(procs, s.By, names)
 	groups = Filter(groups, s.Filter)
 	Sort(groups, s.Sort, s.Reverse)
 	groups = Top(groups, s.Top, s.Reverse)

@@ -196,7 +196,10 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		return m, err
 	}
 
-	for tag := tagName; tag <= tagCgroup; tag++ {
+	for _, tag := range strTags {
+		if !seen[tag] {
+			continue // optional (tagSystemdCgroup); the required ones were checked
+		}
 		r = reader{b: secs[tag], tag: tag}
 		for i := range procs {
 			idx := r.uvarint()
@@ -217,8 +220,10 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 				p.Exe = v
 			case tagScript:
 				p.Script = v
-			default:
+			case tagCgroup:
 				p.Cgroup = v
+			default:
+				p.SystemdCgroup = v
 			}
 		}
 		if err := r.end(); err != nil {

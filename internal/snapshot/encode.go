@@ -106,12 +106,19 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 	endSection(dst, at)
 
 	idx := e.indexAll(procs)
-	for j := range nstr {
-		at = beginSection(&dst, uint64(tagName+j))
+	// Tags ascend: the systemd cgroup column, added later, comes after
+	// the state section.
+	stringColumn := func(j int) {
+		at := beginSection(&dst, uint64(strTags[j]))
 		for i := j; i < len(idx); i += nstr {
 			dst = binary.AppendUvarint(dst, uint64(idx[i]))
 		}
 		endSection(dst, at)
+	}
+	for j, tag := range strTags {
+		if tag != tagSystemdCgroup {
+			stringColumn(j)
+		}
 	}
 
 	for tag := uint64(tagRAM); tag <= tagSwap; tag++ {
@@ -141,6 +148,9 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 		dst = append(dst, stateByte(&procs[i]))
 	}
 	endSection(dst, at)
+	if anySystemdCgroup(procs) {
+		stringColumn(len(strTags) - 1)
+	}
 
 	if len(e.strs) > 0 {
 		at = beginSection(&dst, tagStrings)
@@ -210,9 +220,19 @@ type encoder struct {
 	idx   []uint32          // nstr string indexes per process
 }
 
-// nstr is the number of string fields of a process, in the order of
-// their columns: Name, Comm, Exe, Script, Cgroup.
-const nstr = tagCgroup - tagName + 1
+// nstr is the number of string fields of a process (strTags).
+const nstr = len(strTags)
+
+// anySystemdCgroup reports whether a process has a SystemdCgroup: the
+// column is left out otherwise.
+func anySystemdCgroup(procs []sample.Process) bool {
+	for i := range procs {
+		if procs[i].SystemdCgroup != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // indexAll interns the strings of procs and returns their indexes, nstr
 // per process.
@@ -222,7 +242,7 @@ func (e *encoder) indexAll(procs []sample.Process) []uint32 {
 	var prevIdx [nstr]uint32
 	for i := range procs {
 		p := &procs[i]
-		f := [nstr]string{p.Name, p.Comm, p.Exe, p.Script, p.Cgroup}
+		f := [nstr]string{p.Name, p.Comm, p.Exe, p.Script, p.Cgroup, p.SystemdCgroup}
 		out := idx[i*nstr : i*nstr+nstr : i*nstr+nstr]
 	fields:
 		for j, v := range f {

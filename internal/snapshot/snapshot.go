@@ -84,6 +84,9 @@ const (
 	tagSwap      = 28
 	tagConns     = 29 // uvarint
 	tagState     = 30 // one byte per process: flags, accuracy, cause
+	// tagSystemdCgroup is optional (absent: ""), and written only when
+	// some process has one: added after version 1's first release.
+	tagSystemdCgroup = 31
 
 	tagStrings = 40 // optional: the string table (absent: only "")
 
@@ -111,8 +114,12 @@ var tagNames = [maxKnownTag + 1]string{
 	tagPID: "pid", tagPPID: "ppid", tagStartTime: "start time", tagUID: "uid",
 	tagName: "name", tagComm: "comm", tagExe: "exe", tagScript: "script", tagCgroup: "cgroup",
 	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
-	tagConns: "conns", tagState: "state", tagStrings: "strings",
+	tagConns: "conns", tagState: "state", tagSystemdCgroup: "systemd cgroup", tagStrings: "strings",
 }
+
+// strTags are the string columns of a process, in the order of the
+// encoder's fields: Name, Comm, Exe, Script, Cgroup, SystemdCgroup.
+var strTags = [...]int{tagName, tagComm, tagExe, tagScript, tagCgroup, tagSystemdCgroup}
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)

@@ -21,14 +21,20 @@ type Builder struct {
 	// Host and BootID are copied into every sample.
 	Host, BootID string
 	// Kinds are the group kinds to add besides the process rows
-	// (KindProgram, KindUser, KindCgroup). KindUser needs snapshots taken
-	// with engine.Options.NeedUID, KindCgroup with NeedCgroup.
+	// (KindProgram, KindUser, KindCgroup, KindUnit, KindSlice,
+	// KindContainer). KindUser needs snapshots taken with
+	// engine.Options.NeedUID, the others NeedCgroup.
 	Kinds []Kind
+	// Containers names containers for KindContainer (see sample.Namer);
+	// nil keys them by short id.
+	Containers interface {
+		Key(cgroupPath string) string
+	}
 	// Limit, if set, returns the cgroup memory limit of a process (from
 	// its Cgroup path).
 	Limit func(p *sample.Process) Limit
 
-	users  sample.Users
+	names  sample.Namer
 	limits []Limit
 	groups map[groupKey]int
 }
@@ -67,11 +73,12 @@ func (b *Builder) Fill(dst *Sample, snap *sample.Snapshot) {
 	if b.groups == nil {
 		b.groups = make(map[groupKey]int)
 	}
+	b.names.Containers = b.Containers
 	for _, k := range b.Kinds {
 		clear(b.groups)
 		for i := range snap.Procs {
 			p := &snap.Procs[i]
-			gk := groupKey{k, CleanKey(groupName(p, k, &b.users))}
+			gk := groupKey{k, CleanKey(groupName(p, k, &b.names))}
 			j, ok := b.groups[gk]
 			if !ok {
 				j = len(dst.Rows)
@@ -99,12 +106,18 @@ func (b *Builder) Fill(dst *Sample, snap *sample.Snapshot) {
 
 // groupName is the key of p in a group of kind k, as `memwho report --by`
 // names it.
-func groupName(p *sample.Process, k Kind, users *sample.Users) string {
+func groupName(p *sample.Process, k Kind, names *sample.Namer) string {
 	switch k {
 	case KindUser:
-		return sample.Key(p, sample.ByUser, users)
+		return sample.Key(p, sample.ByUser, names)
 	case KindCgroup:
-		return sample.Key(p, sample.ByCgroup, users)
+		return sample.Key(p, sample.ByCgroup, names)
+	case KindUnit:
+		return sample.Key(p, sample.ByUnit, names)
+	case KindSlice:
+		return sample.Key(p, sample.BySlice, names)
+	case KindContainer:
+		return sample.Key(p, sample.ByContainer, names)
 	}
 	return p.Name
 }
@@ -122,7 +135,7 @@ func ParseKinds(s string) ([]Kind, error) {
 			return nil, err
 		}
 		if k == KindProcess {
-			return nil, fmt.Errorf("process rows are always recorded; want program, user or cgroup")
+			return nil, fmt.Errorf("process rows are always recorded; want program, user, cgroup, unit, slice or container")
 		}
 		out = append(out, k)
 	}

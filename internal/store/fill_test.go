@@ -52,6 +52,14 @@ func TestBuilderFill(t *testing.T) {
 }
 
 func TestParseKinds(t *testing.T) {
+	if k, err := ParseKinds("unit,slice,container"); err != nil || !cmp.Equal(k, []Kind{KindUnit, KindSlice, KindContainer}) {
+		t.Errorf("ParseKinds(unit,slice,container) = %v, %v", k, err)
+	}
+	for _, k := range []Kind{KindUnit, KindSlice, KindContainer} {
+		if p, err := ParseKind(k.String()); err != nil || p != k {
+			t.Errorf("ParseKind(%q) = %v, %v", k.String(), p, err)
+		}
+	}
 	if k, err := ParseKinds("program, cgroup"); err != nil || !cmp.Equal(k, []Kind{KindProgram, KindCgroup}) {
 		t.Errorf("ParseKinds = %v, %v", k, err)
 	}
@@ -62,5 +70,33 @@ func TestParseKinds(t *testing.T) {
 		if _, err := ParseKinds(bad); err == nil {
 			t.Errorf("ParseKinds(%q) succeeded", bad)
 		}
+	}
+}
+
+type fakeContainers map[string]string
+
+func (f fakeContainers) Key(path string) string { return f[path] }
+
+// TestBuilderFillContainers: unit, slice and container rows, named as the
+// report names them, through Builder.Containers.
+func TestBuilderFillContainers(t *testing.T) {
+	const id = "300a4e177913e2ae68c2811ead790b9e0889ada88bce328fc5d9b627a39f3d53"
+	docker := "/system.slice/docker-" + id + ".scope"
+	snap := &sample.Snapshot{Procs: []sample.Process{
+		{PID: 1, Name: "nginx", Cgroup: docker, SystemdCgroup: docker, RAM: 10},
+		{PID: 2, Name: "sshd", Cgroup: "/", SystemdCgroup: "/system.slice/ssh.service", RAM: 5},
+	}}
+	b := Builder{Kinds: []Kind{KindUnit, KindSlice, KindContainer}, Containers: fakeContainers{docker: "web", "/system.slice/ssh.service": "host"}}
+	var got Sample
+	b.Fill(&got, snap)
+	var keys []string
+	for _, r := range got.Rows {
+		if r.Kind != KindProcess {
+			keys = append(keys, r.Kind.String()+" "+r.Key)
+		}
+	}
+	want := []string{"unit docker-300a4e177913.scope", "unit ssh.service", "slice system.slice", "container host", "container web"}
+	if !cmp.Equal(keys, want) {
+		t.Errorf("group rows = %q, want %q", keys, want)
 	}
 }

@@ -46,7 +46,7 @@
 //	seq            integer  position in the sample, 0-based; rows are
 //	                        written in the order of [SortRows] so that
 //	                        (sample_id, seq) is the export order
-//	kind           text     "process", "program", "user" or "cgroup" ([Kind])
+//	kind           text     "process", "program", "user", "cgroup", "unit", "slice" or "container" ([Kind])
 //	key            text     program name (for kind process too), user name
 //	                        or cgroup name, valid UTF-8 (see [CleanKey])
 //	pid            integer  process id; 0 for groups
@@ -128,12 +128,17 @@ const (
 	KindProgram
 	KindUser
 	KindCgroup
+	// KindUnit, KindSlice and KindContainer group as sample.ByUnit,
+	// BySlice and ByContainer do.
+	KindUnit
+	KindSlice
+	KindContainer
 )
 
-var kindNames = [...]string{"process", "program", "user", "cgroup"}
+var kindNames = [...]string{"process", "program", "user", "cgroup", "unit", "slice", "container"}
 
 // String returns the kind's name as stored ("process", "program", "user",
-// "cgroup").
+// "cgroup", "unit", "slice", "container").
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

@@ -21,7 +21,7 @@ import (
 const TUI = true
 
 // groupings is the order the g key steps through.
-var groupings = [...]sample.By{sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByPID}
+var groupings = [...]sample.By{sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByUnit, sample.BySlice, sample.ByContainer, sample.ByPID}
 
 // sortKeys maps keys to sort columns.
 var sortKeys = map[string]SortKey{
@@ -80,11 +80,13 @@ func NewModel(s Sampler, opt Options) Model {
 	if opt.Interval <= 0 {
 		opt.Interval = 2 * time.Second
 	}
+	tr := NewTracker(opt.Config, groupings[:]...)
+	tr.SetContainers(opt.Containers)
 	return Model{
 		opt:     opt,
 		sampler: s,
 		snap:    new(sample.Snapshot),
-		tr:      NewTracker(opt.Config, groupings[:]...),
+		tr:      tr,
 		st:      newStyles(opt.Color),
 		width:   80,
 		height:  24,

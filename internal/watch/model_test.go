@@ -167,7 +167,7 @@ func TestSortKeys(t *testing.T) {
 
 func TestGroupingKey(t *testing.T) {
 	m := testModel(t, 120, 40, 5, Options{})
-	want := []sample.By{sample.ByUser, sample.ByCgroup, sample.ByPID, sample.ByProgram}
+	want := []sample.By{sample.ByUser, sample.ByCgroup, sample.ByUnit, sample.BySlice, sample.ByContainer, sample.ByPID, sample.ByProgram}
 	for i, by := range want {
 		m, _ = press(m, "g")
 		if m.by != by {

@@ -42,6 +42,11 @@ type Options struct {
 	// walk of /proc by this process (for example "from memwho-agent");
 	// the title line and the plain header show it.
 	Source string
+	// Containers names containers (ByContainer); nil shows short ids
+	// (see sample.Namer).
+	Containers interface {
+		Key(cgroupPath string) string
+	}
 }
 
 // RunPlain is the watch for logs and pipes: every opt.Interval it scans
@@ -55,6 +60,7 @@ type Options struct {
 // written, for the caller's warnings about estimates.
 func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
 	t := NewTracker(opt.Config, opt.By)
+	t.SetContainers(opt.Containers)
 	var (
 		snap  sample.Snapshot
 		buf   []byte

@@ -102,8 +102,8 @@ type Tracker struct {
 	// index i % Window of every ring.
 	n       uint64
 	times   []int64 // snapshot times, Unix nanoseconds
-	views   [4]*view
-	users   sample.Users
+	views   [sample.ByContainer + 1]*view
+	names   sample.Namer
 	info    Info
 	scratch []float64     // the slopes of one fit, reused
 	pts     []trend.Point // the series of one fit, reused
@@ -152,6 +152,9 @@ func NewTracker(cfg Config, bys ...sample.By) *Tracker {
 	}
 	return t
 }
+
+// SetContainers sets what names containers (sample.Namer.Containers).
+func (t *Tracker) SetContainers(c interface{ Key(string) string }) { t.names.Containers = c }
 
 // Config returns the configuration in use, defaults filled in.
 func (t *Tracker) Config() Config { return t.cfg }
@@ -208,7 +211,7 @@ func (t *Tracker) AddSampled(snap *sample.Snapshot, at []time.Time) {
 		if v == nil {
 			continue
 		}
-		v.groups = sample.GroupProcs(snap.Procs, sample.By(by), &t.users)
+		v.groups = sample.GroupProcs(snap.Procs, sample.By(by), &t.names)
 		if !totalDone {
 			t.info.Total = sample.Total(v.groups)
 			totalDone = true
