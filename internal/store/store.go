@@ -285,6 +285,17 @@ type Store interface {
 	Close() error
 }
 
+// SafeExporter is implemented by a Store that can write the export with
+// its text cells (IsTextColumn) already neutralised as AppendSafeField
+// writes them, in the same pass as it formats the rows. The output must
+// be byte for byte what ExportCSV gives through export.CellWriter, which
+// rewrites the CSV in a second pass; memwho export uses ExportSafeCSV
+// when a store has it (SQLite), the CellWriter otherwise (PostgreSQL,
+// whose server writes the CSV).
+type SafeExporter interface {
+	ExportSafeCSV(ctx context.Context, q Query, t Table, w io.Writer) error
+}
+
 // OpenOptions are the settings Open passes to a back end.
 type OpenOptions struct {
 	// MustExist makes Open fail with ErrNoHistory instead of creating a
