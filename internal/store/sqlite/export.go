@@ -35,11 +35,11 @@ var _ store.SafeExporter = (*DB)(nil)
 type cellKind uint8
 
 const (
-	cellTime cellKind = iota // Unix milliseconds, as store.TimeLayout
-	cellText                 // text, quoted (and neutralised when safe)
-	cellRowKind              // a usage row's kind, checked by store.ParseKind
-	cellInt                  // a Go int field (pid, count...): uint64(v), as store.AppendUsageCSV writes it
-	cellUint                 // a uint64 field: negative reads as 0, as Samples reads it
+	cellTime    cellKind = iota // Unix milliseconds, as store.TimeLayout
+	cellText                    // text, quoted (and neutralised when safe)
+	cellRowKind                 // a usage row's kind, checked by store.ParseKind
+	cellInt                     // a Go int field (pid, count...): uint64(v), as store.AppendUsageCSV writes it
+	cellUint                    // a uint64 field: negative reads as 0, as Samples reads it
 )
 
 // Columns of the export queries, in CSV order (store.UsageColumns and
