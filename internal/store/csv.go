@@ -91,7 +91,7 @@ func AppendSampleCSV(dst []byte, s *Sample) []byte {
 // encoding/csv also quotes a leading space, which PostgreSQL does not:
 // the two stores must give the same bytes.)
 func AppendCSVField(dst []byte, s string) []byte {
-	if s != "" && !strings.ContainsAny(s, ",\"\r\n") {
+	if s != "" && !NeedsQuotes(s) {
 		return append(dst, s...)
 	}
 	dst = append(dst, '"')
@@ -176,7 +176,12 @@ func AppendSafeField(dst []byte, s string) []byte {
 	if s == "" {
 		return append(dst, '"', '"')
 	}
-	quote := strings.ContainsAny(s, ",\"")
+	// Sanitize leaves commas and double quotes as they are and escapes
+	// CR and LF.
+	quote := false
+	for i := 0; i < len(s) && !quote; i++ {
+		quote = s[i] == ',' || s[i] == '"'
+	}
 	if quote {
 		dst = append(dst, '"')
 	}
@@ -204,6 +209,21 @@ func AppendSafeField(dst []byte, s string) []byte {
 	}
 	return append(dst, '"')
 }
+
+// NeedsQuotes reports whether a CSV field holding s must be quoted: it
+// holds a comma, a double quote, CR or LF. (A loop over a table: for the
+// short fields of the export it is several times faster than
+// strings.ContainsAny, which was a third of the export's CSV rewriting.)
+func NeedsQuotes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if quoteBytes[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+var quoteBytes = [256]bool{',': true, '"': true, '\r': true, '\n': true}
 
 // isFormulaStart reports whether a cell starting with c needs the '
 // prefix.

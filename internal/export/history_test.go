@@ -1,0 +1,124 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/memwho/memwho/internal/store"
+	_ "github.com/memwho/memwho/internal/store/sqlite"
+	"github.com/memwho/memwho/internal/store/storetest"
+)
+
+// hostileKeys are names a process owner can choose, each aimed at one
+// step of the neutralisation or of the quoting.
+var hostileKeys = []string{
+	"plain", "", "=HYPERLINK(\"http://x\",\"y\")", "-bash", "+1", "@SUM(A1)", "'quoted", "\ttab", "\rcr",
+	"two\nlines", "a,b", "a\"b", "\"", ",", "=a,b", "-\n", "back\\slash", "\\", "\x1b[31mred", "evil\u202etxt.exe",
+	"zero\u200bwidth", "\ufeffbom", "c1\u0085", "line\u2028sep", store.CleanKey("bad\xffname\x00"), "日本語", "=日本",
+	"\x7f", "\"=x\"", "x,\"\n\"",
+}
+
+// TestHistoryOnePass: the SQLite store's one-pass export (ExportSafeCSV)
+// gives the same bytes as its plain CSV rewritten by CellWriter, the
+// path PostgreSQL takes, for hostile keys and hosts, in both tables.
+func TestHistoryOnePass(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	st, err := store.Open(ctx, path, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := storetest.Samples(2, "web1", "=cmd|' /C calc'!A0", "-host,x", "h\x1bost\n")
+	for i := range samples {
+		s := &samples[i]
+		s.BootID = hostileKeys[i%len(hostileKeys)]
+		for j, k := range hostileKeys {
+			s.Rows = append(s.Rows, store.Row{Kind: store.KindProgram, Key: k + "#" + string(rune('a'+j)), Count: j})
+			s.Rows = append(s.Rows, store.Row{Kind: store.KindCgroup, Key: k, Count: j})
+		}
+		store.SortRows(s.Rows)
+		// SortRows may leave equal keys; the store wants them unique.
+		s.Rows = dedupe(s.Rows)
+	}
+	storetest.Write(t, st, samples)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = store.Open(ctx, path, store.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, ok := st.(store.SafeExporter); !ok {
+		t.Fatalf("the SQLite store (%T) is not a store.SafeExporter", st)
+	}
+	for _, tab := range []store.Table{store.TableUsage, store.TableSamples} {
+		var two bytes.Buffer
+		cw := NewCellWriter(&two, store.IsTextColumn)
+		if err := st.ExportCSV(ctx, store.Query{}, tab, cw); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var one bytes.Buffer
+		if err := History(st, store.Query{}, tab)(ctx, &one); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one.Bytes(), two.Bytes()) {
+			a, b := bytes.Split(one.Bytes(), []byte("\n")), bytes.Split(two.Bytes(), []byte("\n"))
+			for i := range min(len(a), len(b)) {
+				if !bytes.Equal(a[i], b[i]) {
+					t.Errorf("table %v line %d:\none pass %q\ntwo pass %q", tab, i+1, a[i], b[i])
+					break
+				}
+			}
+			t.Errorf("table %v: one pass %d bytes, two passes %d", tab, one.Len(), two.Len())
+		}
+		if n := bytes.Count(one.Bytes(), []byte("\n")); tab == store.TableUsage && n < len(samples)*2*len(hostileKeys) {
+			t.Errorf("table %v: %d lines, want more than %d", tab, n, len(samples)*2*len(hostileKeys))
+		}
+	}
+}
+
+func dedupe(rows []store.Row) []store.Row {
+	out := rows[:0]
+	for i, r := range rows {
+		if i > 0 && store.CompareRows(&rows[i-1], &r) == 0 {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// FuzzSafeField: store.AppendSafeField, the one-pass writer of a text
+// cell, gives exactly what CellWriter makes of the plain CSV field.
+func FuzzSafeField(f *testing.F) {
+	for _, k := range hostileKeys {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		in := append([]byte("key,n\n"), store.AppendCSVField(nil, s)...)
+		in = append(in, ",1\n"...)
+		var two bytes.Buffer
+		cw := NewCellWriter(&two, func(c string) bool { return c == "key" })
+		if _, err := cw.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimPrefix(two.Bytes(), []byte("key,n\n"))
+		got := append(store.AppendSafeField([]byte(nil), s), ",1\n"...)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("AppendSafeField(%q) = %q, CellWriter gives %q", s, got, want)
+		}
+		// Appending after existing bytes changes nothing.
+		if got2 := store.AppendSafeField([]byte("prefix"), s); !bytes.Equal(got2[6:], got[:len(got)-3]) {
+			t.Fatalf("AppendSafeField after a prefix = %q", got2)
+		}
+	})
+}
