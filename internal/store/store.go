@@ -277,7 +277,8 @@ type Store interface {
 	// (header line first; see the package doc for columns and quoting).
 	// Memory does not grow with the number of rows: PostgreSQL runs a
 	// server-side COPY (SELECT ...) TO STDOUT straight into w; SQLite
-	// walks the rows with rows.Next. The output for the same rows is the
+	// formats one row at a time. Text cells are quoted, not neutralised
+	// (see SafeExporter). The output for the same rows is the
 	// same bytes from both stores.
 	ExportCSV(ctx context.Context, q Query, t Table, w io.Writer) error
 	// Close flushes (for PostgreSQL: tries the spool once more) and

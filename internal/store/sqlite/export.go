@@ -37,37 +37,52 @@ type cellKind uint8
 const (
 	cellTime    cellKind = iota // Unix milliseconds, as store.TimeLayout
 	cellText                    // text, quoted (and neutralised when safe)
-	cellRowKind                 // a usage row's kind, checked by store.ParseKind
+	cellRowKind                 // a usage row's kind, as a store.Kind number
 	cellInt                     // a Go int field (pid, count...): uint64(v), as store.AppendUsageCSV writes it
 	cellUint                    // a uint64 field: negative reads as 0, as Samples reads it
 )
 
-// Columns of the export queries, in CSV order (store.UsageColumns and
-// store.SampleColumns), and how each is written. Only what the CSV holds
-// is selected: every column read costs a few calls into SQLite, each
-// taking the connection's mutex, which is most of the export's CPU.
+// What the export queries select, in CSV order (store.UsageColumns and
+// store.SampleColumns), and how each column is written. Only what the CSV
+// holds is selected: every column read costs a few calls into SQLite,
+// each taking the connection's mutex, and those calls are most of the
+// export's CPU.
 const (
-	exportUsageCols  = `s.ts, s.host, u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free`
 	exportSampleCols = `s.ts, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied`
+	// The usage table is read per sample: its time and host once, then
+	// its rows by primary key (in seq order, no sort), without the two
+	// repeated columns and without a join per row.
+	exportSampleHead = `s.id, s.ts, s.host`
+	exportRowCols    = `key, pid, start_time, count, pss, private, shared, swap, estimated, mem_limit, mem_limit_free`
 )
 
 var (
-	exportUsageCells = []cellKind{cellTime, cellText, cellRowKind, cellText, cellInt, cellUint, cellInt,
-		cellUint, cellUint, cellUint, cellUint, cellInt, cellUint, cellUint}
 	exportSampleCells = []cellKind{cellTime, cellText, cellText,
 		cellUint, cellUint, cellUint, cellUint, cellUint, cellUint, cellUint, cellUint, cellUint, cellInt, cellInt}
+	exportHeadCells = []cellKind{cellTime, cellText}
+	exportRowCells  = []cellKind{cellRowKind, cellText, cellInt, cellUint, cellInt,
+		cellUint, cellUint, cellUint, cellUint, cellInt, cellUint, cellUint}
 )
 
-// exportQuery returns the SQL of the export of table t for q, its
-// arguments and its columns' kinds. The order is that of query (ts,
-// host, id, seq), which the indexes deliver without a sort
-// (TestQueryPlan).
-func exportQuery(q store.Query, t store.Table) (string, []any, []cellKind) {
+// exportQueries returns the SQL of the export of table t for q and its
+// arguments: for TableSamples one query; for TableUsage the query of the
+// samples (id, ts, host) and that of one sample's rows (its argument: the
+// sample id). The order is that of query (ts, host, id, seq), which the
+// indexes deliver without a sort (TestQueryPlan).
+func exportQueries(q store.Query, t store.Table) (samples string, args []any, rows string) {
 	w, args := where(q)
 	if t == store.TableSamples {
-		return `SELECT ` + exportSampleCols + ` FROM samples s` + w + orderSample, args, exportSampleCells
+		return `SELECT ` + exportSampleCols + ` FROM samples s` + w + orderSample, args, ""
 	}
-	return `SELECT ` + exportUsageCols + ` FROM samples s JOIN usage u ON u.sample_id = s.id` + w + orderSample + `, u.seq`, args, exportUsageCells
+	// The kind as a number: an integer column costs fewer calls than a
+	// text one, and no string.
+	kind := `CASE kind`
+	for k := store.Kind(0); k.String() != "unknown"; k++ {
+		kind += fmt.Sprintf(` WHEN '%s' THEN %d`, k, k)
+	}
+	kind += ` END`
+	return `SELECT ` + exportSampleHead + ` FROM samples s` + w + orderSample, args,
+		`SELECT ` + kind + `, ` + exportRowCols + ` FROM usage WHERE sample_id = ? ORDER BY seq`
 }
 
 // export writes table t of q to w, neutralising text cells when safe.
@@ -75,34 +90,44 @@ func exportQuery(q store.Query, t store.Table) (string, []any, []cellKind) {
 // It reads rows through the driver's own Rows.Next rather than
 // database/sql's Scan, whose per-column conversion (reflection, locks)
 // cost as much CPU as SQLite itself, and formats each row straight into a
-// reused buffer: the time and host of a sample are formatted once for
-// all its rows.
+// reused buffer. The usage rows' statement runs while the samples' one is
+// open, on the same connection: both read the same snapshot.
 func (d *DB) export(ctx context.Context, q store.Query, t store.Table, w io.Writer, safe bool) error {
 	if t == store.TableUsage && q.NoRows {
 		return errors.New("export: the usage table needs rows (Query.NoRows is set)")
 	}
-	text, args, cells := exportQuery(q, t)
+	text, args, rowsText := exportQueries(q, t)
 	conn, err := d.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
-		qc, ok := dc.(driver.QueryerContext)
-		if !ok {
+		qc, ok1 := dc.(driver.QueryerContext)
+		pc, ok2 := dc.(driver.ConnPrepareContext)
+		if !ok1 || !ok2 {
 			return fmt.Errorf("driver connection %T cannot query", dc)
 		}
 		nv := make([]driver.NamedValue, len(args))
 		for i, a := range args {
 			nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 		}
+		f := &formatter{ctx: ctx, w: w, safe: safe, buf: store.AppendHeader(make([]byte, 0, flushAt+4096), t)}
 		rows, err := qc.QueryContext(ctx, text, nv)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		f := formatter{cells: cells, safe: safe}
-		return f.run(ctx, rows, store.AppendHeader(make([]byte, 0, flushAt+4096), t), w)
+		if t == store.TableSamples {
+			err = f.samples(rows)
+		} else {
+			err = f.usage(rows, pc, rowsText)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(f.buf)
+		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -113,15 +138,18 @@ func (d *DB) export(ctx context.Context, q store.Query, t store.Table, w io.Writ
 	return nil
 }
 
-// formatter turns driver rows into CSV lines.
+// formatter turns driver rows into CSV lines in buf and hands buf to w
+// when it holds flushAt bytes.
 type formatter struct {
-	cells []cellKind
-	safe  bool
-	// The last time and text cells formatted, per column: the rows of a
-	// sample repeat its time and host.
-	last []lastCell
+	ctx  context.Context
+	w    io.Writer
+	safe bool
+	buf  []byte
 }
 
+// lastCell caches the CSV form of a column's last value: the same time,
+// host or boot id comes back line after line, and comparing is cheaper
+// than formatting again.
 type lastCell struct {
 	ok  bool
 	ts  int64
@@ -129,36 +157,106 @@ type lastCell struct {
 	out []byte
 }
 
-func (f *formatter) run(ctx context.Context, rows driver.Rows, buf []byte, w io.Writer) error {
-	vals := make([]driver.Value, len(f.cells))
-	f.last = make([]lastCell, len(f.cells))
+// flush hands buf to w once it is full.
+func (f *formatter) flush() error {
+	if len(f.buf) < flushAt {
+		return nil
+	}
+	if _, err := f.w.Write(f.buf); err != nil {
+		return err
+	}
+	f.buf = f.buf[:0]
+	return f.ctx.Err()
+}
+
+// samples writes the lines of the samples table.
+func (f *formatter) samples(rows driver.Rows) error {
+	vals := make([]driver.Value, len(exportSampleCells))
+	last := make([]lastCell, len(vals))
 	for {
 		if err := rows.Next(vals); err != nil {
 			if err == io.EOF {
-				break
+				return nil
 			}
 			return err
 		}
 		var err error
-		if buf, err = f.appendRow(buf, vals); err != nil {
+		if f.buf, err = f.appendCells(f.buf, exportSampleCells, vals, last); err != nil {
 			return err
 		}
-		if len(buf) >= flushAt {
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		f.buf = append(f.buf, '\n')
+		if err := f.flush(); err != nil {
+			return err
 		}
 	}
-	_, err := w.Write(buf)
-	return err
 }
 
-func (f *formatter) appendRow(dst []byte, vals []driver.Value) ([]byte, error) {
-	for i, k := range f.cells {
+// usage writes the lines of the usage table: for each sample of samples,
+// its time and host then each of its rows, read by the statement
+// rowsText.
+func (f *formatter) usage(samples driver.Rows, pc driver.ConnPrepareContext, rowsText string) error {
+	st, err := pc.PrepareContext(f.ctx, rowsText)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sq, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return fmt.Errorf("driver statement %T cannot query", st)
+	}
+	head := make([]driver.Value, 3)
+	headLast := make([]lastCell, 2)
+	vals := make([]driver.Value, len(exportRowCells))
+	last := make([]lastCell, len(vals))
+	arg := []driver.NamedValue{{Ordinal: 1}}
+	var prefix []byte
+	for {
+		if err := samples.Next(head); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		id, err := integer(head[0], false)
+		if err != nil {
+			return fmt.Errorf("sample id: %w", err)
+		}
+		if prefix, err = f.appendCells(prefix[:0], exportHeadCells, head[1:], headLast); err != nil {
+			return fmt.Errorf("sample %d: %w", id, err)
+		}
+		prefix = append(prefix, ',')
+		arg[0].Value = id
+		rows, err := sq.QueryContext(f.ctx, arg)
+		if err != nil {
+			return err
+		}
+		for {
+			if err = rows.Next(vals); err != nil {
+				break
+			}
+			f.buf = append(f.buf, prefix...)
+			if f.buf, err = f.appendCells(f.buf, exportRowCells, vals, last); err != nil {
+				err = fmt.Errorf("sample %d: %w", id, err)
+				break
+			}
+			f.buf = append(f.buf, '\n')
+			if err = f.flush(); err != nil {
+				break
+			}
+		}
+		if cerr := rows.Close(); err == io.EOF {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// appendCells appends vals, written as cells says, separated by commas.
+// last caches each column's last text or time.
+func (f *formatter) appendCells(dst []byte, cells []cellKind, vals []driver.Value, last []lastCell) ([]byte, error) {
+	for i, k := range cells {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -167,22 +265,19 @@ func (f *formatter) appendRow(dst []byte, vals []driver.Value) ([]byte, error) {
 		case cellTime:
 			ms, err := integer(v, false)
 			if err != nil {
-				return dst, fmt.Errorf("column %d: %w", i+1, err)
+				return dst, fmt.Errorf("time: %w", err)
 			}
-			l := &f.last[i]
+			l := &last[i]
 			if !l.ok || l.ts != ms {
 				l.ok, l.ts = true, ms
 				l.out = store.FromMillis(ms).AppendFormat(l.out[:0], store.TimeLayout)
 			}
 			dst = append(dst, l.out...)
 		case cellRowKind:
-			s, err := text(v)
-			if err != nil {
-				return dst, fmt.Errorf("column %d: %w", i+1, err)
-			}
-			kind, err := store.ParseKind(s)
-			if err != nil {
-				return dst, err
+			n, ok := v.(int64)
+			kind := store.Kind(n)
+			if !ok || n < 0 || kind.String() == "unknown" {
+				return dst, errors.New("unknown row kind")
 			}
 			dst = append(dst, kind.String()...)
 		case cellText:
@@ -190,7 +285,7 @@ func (f *formatter) appendRow(dst []byte, vals []driver.Value) ([]byte, error) {
 			if err != nil {
 				return dst, fmt.Errorf("column %d: %w", i+1, err)
 			}
-			l := &f.last[i]
+			l := &last[i]
 			if !l.ok || l.s != s {
 				l.ok, l.s = true, s
 				if f.safe {
@@ -211,7 +306,7 @@ func (f *formatter) appendRow(dst []byte, vals []driver.Value) ([]byte, error) {
 			dst = strconv.AppendUint(dst, uint64(n), 10)
 		}
 	}
-	return append(dst, '\n'), nil
+	return dst, nil
 }
 
 // integer converts a driver value of an integer column as database/sql's

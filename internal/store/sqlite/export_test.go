@@ -1,4 +1,4 @@
-package export
+package sqlite
 
 import (
 	"bytes"
@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/store"
-	_ "github.com/memwho/memwho/internal/store/sqlite"
 	"github.com/memwho/memwho/internal/store/storetest"
 )
 
-// hostileKeys are names a process owner can choose, each aimed at one
+// hostileKeys are names (also the seeds of store's FuzzSafeField) a process owner can choose, each aimed at one
 // step of the neutralisation or of the quoting.
 var hostileKeys = []string{
 	"plain", "", "=HYPERLINK(\"http://x\",\"y\")", "-bash", "+1", "@SUM(A1)", "'quoted", "\ttab", "\rcr",
@@ -20,10 +20,10 @@ var hostileKeys = []string{
 	"\x7f", "\"=x\"", "x,\"\n\"",
 }
 
-// TestHistoryOnePass: the SQLite store's one-pass export (ExportSafeCSV)
+// TestExportSafeCSV: the SQLite store's one-pass export (ExportSafeCSV)
 // gives the same bytes as its plain CSV rewritten by CellWriter, the
 // path PostgreSQL takes, for hostile keys and hosts, in both tables.
-func TestHistoryOnePass(t *testing.T) {
+func TestExportSafeCSV(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "h.db")
 	st, err := store.Open(ctx, path, store.OpenOptions{})
@@ -56,7 +56,7 @@ func TestHistoryOnePass(t *testing.T) {
 	}
 	for _, tab := range []store.Table{store.TableUsage, store.TableSamples} {
 		var two bytes.Buffer
-		cw := NewCellWriter(&two, store.IsTextColumn)
+		cw := export.NewCellWriter(&two, store.IsTextColumn)
 		if err := st.ExportCSV(ctx, store.Query{}, tab, cw); err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestHistoryOnePass(t *testing.T) {
 			t.Fatal(err)
 		}
 		var one bytes.Buffer
-		if err := History(st, store.Query{}, tab)(ctx, &one); err != nil {
+		if err := export.History(st, store.Query{}, tab)(ctx, &one); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(one.Bytes(), two.Bytes()) {
@@ -92,33 +92,4 @@ func dedupe(rows []store.Row) []store.Row {
 		out = append(out, r)
 	}
 	return out
-}
-
-// FuzzSafeField: store.AppendSafeField, the one-pass writer of a text
-// cell, gives exactly what CellWriter makes of the plain CSV field.
-func FuzzSafeField(f *testing.F) {
-	for _, k := range hostileKeys {
-		f.Add(k)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		in := append([]byte("key,n\n"), store.AppendCSVField(nil, s)...)
-		in = append(in, ",1\n"...)
-		var two bytes.Buffer
-		cw := NewCellWriter(&two, func(c string) bool { return c == "key" })
-		if _, err := cw.Write(in); err != nil {
-			t.Fatal(err)
-		}
-		if err := cw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		want := bytes.TrimPrefix(two.Bytes(), []byte("key,n\n"))
-		got := append(store.AppendSafeField([]byte(nil), s), ",1\n"...)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("AppendSafeField(%q) = %q, CellWriter gives %q", s, got, want)
-		}
-		// Appending after existing bytes changes nothing.
-		if got2 := store.AppendSafeField([]byte("prefix"), s); !bytes.Equal(got2[6:], got[:len(got)-3]) {
-			t.Fatalf("AppendSafeField after a prefix = %q", got2)
-		}
-	})
 }
