@@ -194,6 +194,14 @@ func (f *formatter) samples(rows driver.Rows) error {
 // usage writes the lines of the usage table: for each sample of samples,
 // its time and host then each of its rows, read by the statement
 // rowsText.
+//
+// Reading (SQLite, most of the CPU) and formatting overlap: a goroutine
+// reads rows into batches of driver values, this one formats them and
+// writes, so that on two cores the formatting (and, with --gzip, the
+// compressor's goroutine) no longer waits for SQLite. The values the
+// driver returns are copies (strings, boxed integers), safe to keep after
+// the next Next. The connection is only ever used by the reading
+// goroutine, which has ended when usage returns.
 func (f *formatter) usage(samples driver.Rows, pc driver.ConnPrepareContext, rowsText string) error {
 	st, err := pc.PrepareContext(f.ctx, rowsText)
 	if err != nil {
@@ -204,15 +212,80 @@ func (f *formatter) usage(samples driver.Rows, pc driver.ConnPrepareContext, row
 	if !ok {
 		return fmt.Errorf("driver statement %T cannot query", st)
 	}
+	free := make(chan *batch, batches)
+	for range batches {
+		free <- &batch{vals: make([]driver.Value, batchRows*len(exportRowCells)), head: make([]int32, batchRows)}
+	}
+	full := make(chan *batch, batches)
+	stop := make(chan struct{})
+	rerr := make(chan error, 1)
+	go func() {
+		defer close(full)
+		rerr <- readUsage(f.ctx, samples, sq, free, full, stop)
+	}()
+	werr := f.formatUsage(full, free)
+	if werr != nil {
+		close(stop)
+		for range full {
+		}
+	}
+	err = <-rerr
+	if werr != nil {
+		return werr
+	}
+	return err
+}
+
+// Batches between the reading goroutine and the formatting one: batches
+// of batchRows rows each, about 40 bytes a value (an interface and a
+// short string or an integer): under 1 MiB in all.
+const (
+	batches   = 4
+	batchRows = 512
+)
+
+// batch is up to batchRows usage rows with the time and host of their
+// samples.
+type batch struct {
+	vals  []driver.Value // n rows of len(exportRowCells) values
+	n     int
+	head  []int32        // per row, its sample: heads[2*head[i]:][:2]
+	heads []driver.Value // ts, host of each sample of the batch
+	ids   []int64        // id of each sample of the batch
+}
+
+// readUsage reads the samples and their rows into batches, sent on full,
+// until the end, an error, or stop.
+func readUsage(ctx context.Context, samples driver.Rows, sq driver.StmtQueryContext, free chan *batch, full chan<- *batch, stop <-chan struct{}) error {
+	var b *batch
+	get := func() bool {
+		select {
+		case b = <-free:
+			b.n, b.heads, b.ids = 0, b.heads[:0], b.ids[:0]
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	put := func() bool {
+		select {
+		case full <- b:
+			b = nil
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	if !get() {
+		return nil
+	}
+	cols := len(exportRowCells)
 	head := make([]driver.Value, 3)
-	headLast := make([]lastCell, 2)
-	vals := make([]driver.Value, len(exportRowCells))
-	last := make([]lastCell, len(vals))
 	arg := []driver.NamedValue{{Ordinal: 1}}
-	var prefix []byte
 	for {
 		if err := samples.Next(head); err != nil {
 			if err == io.EOF {
+				put()
 				return nil
 			}
 			return err
@@ -221,28 +294,27 @@ func (f *formatter) usage(samples driver.Rows, pc driver.ConnPrepareContext, row
 		if err != nil {
 			return fmt.Errorf("sample id: %w", err)
 		}
-		if prefix, err = f.appendCells(prefix[:0], exportHeadCells, head[1:], headLast); err != nil {
-			return fmt.Errorf("sample %d: %w", id, err)
-		}
-		prefix = append(prefix, ',')
+		h := int32(len(b.ids))
+		b.ids, b.heads = append(b.ids, id), append(b.heads, head[1], head[2])
 		arg[0].Value = id
-		rows, err := sq.QueryContext(f.ctx, arg)
+		rows, err := sq.QueryContext(ctx, arg)
 		if err != nil {
 			return err
 		}
 		for {
-			if err = rows.Next(vals); err != nil {
+			if b.n == batchRows {
+				if !put() || !get() {
+					rows.Close()
+					return nil
+				}
+				h = 0
+				b.ids, b.heads = append(b.ids, id), append(b.heads, head[1], head[2])
+			}
+			if err = rows.Next(b.vals[b.n*cols : (b.n+1)*cols]); err != nil {
 				break
 			}
-			f.buf = append(f.buf, prefix...)
-			if f.buf, err = f.appendCells(f.buf, exportRowCells, vals, last); err != nil {
-				err = fmt.Errorf("sample %d: %w", id, err)
-				break
-			}
-			f.buf = append(f.buf, '\n')
-			if err = f.flush(); err != nil {
-				break
-			}
+			b.head[b.n] = h
+			b.n++
 		}
 		if cerr := rows.Close(); err == io.EOF {
 			err = cerr
@@ -251,6 +323,38 @@ func (f *formatter) usage(samples driver.Rows, pc driver.ConnPrepareContext, row
 			return err
 		}
 	}
+}
+
+// formatUsage writes the lines of the batches of full and gives each
+// batch back on free.
+func (f *formatter) formatUsage(full <-chan *batch, free chan<- *batch) error {
+	cols := len(exportRowCells)
+	headLast := make([]lastCell, 2)
+	last := make([]lastCell, cols)
+	var prefix []byte
+	for b := range full {
+		h := int32(-1)
+		for i := range b.n {
+			var err error
+			if b.head[i] != h {
+				h = b.head[i]
+				if prefix, err = f.appendCells(prefix[:0], exportHeadCells, b.heads[2*h:2*h+2], headLast); err != nil {
+					return fmt.Errorf("sample %d: %w", b.ids[h], err)
+				}
+				prefix = append(prefix, ',')
+			}
+			f.buf = append(f.buf, prefix...)
+			if f.buf, err = f.appendCells(f.buf, exportRowCells, b.vals[i*cols:(i+1)*cols], last); err != nil {
+				return fmt.Errorf("sample %d: %w", b.ids[h], err)
+			}
+			f.buf = append(f.buf, '\n')
+			if err := f.flush(); err != nil {
+				return err
+			}
+		}
+		free <- b
+	}
+	return nil
 }
 
 // appendCells appends vals, written as cells says, separated by commas.

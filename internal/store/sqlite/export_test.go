@@ -3,8 +3,10 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/store"
@@ -92,4 +94,65 @@ func dedupe(rows []store.Row) []store.Row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// failAfter fails every write once n bytes have been written.
+type failAfter struct{ n int }
+
+var errFull = errors.New("disk full")
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errFull
+	}
+	return len(p), nil
+}
+
+// TestExportErrors: a failing writer or a canceled context stops the
+// export (reading and formatting goroutines both) with that error, at
+// any point of a history larger than the batches in flight.
+func TestExportErrors(t *testing.T) {
+	d := openTemp(t)
+	ctx := context.Background()
+	for i := range 5 {
+		s := storetest.Big(1000, storetest.T0.Add(time.Duration(i)*time.Minute))
+		if err := d.Write(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all bytes.Buffer
+	if err := d.ExportSafeCSV(ctx, store.Query{}, store.TableUsage, &all); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(all.Bytes(), []byte("\n")); n != 1+5*1105 {
+		t.Fatalf("%d lines, want %d", n, 1+5*1105)
+	}
+	for _, n := range []int{0, 1, flushAt + 10, all.Len() / 2, all.Len() - 1} {
+		if err := d.ExportSafeCSV(ctx, store.Query{}, store.TableUsage, &failAfter{n: n}); !errors.Is(err, errFull) {
+			t.Errorf("writer failing after %d bytes: err = %v, want %v", n, err, errFull)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	w := &cancelAfter{n: all.Len() / 3, cancel: cancel}
+	if err := d.ExportSafeCSV(cctx, store.Query{}, store.TableUsage, w); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled mid-export: err = %v, want %v", err, context.Canceled)
+	}
+	// The connection is usable again.
+	var again bytes.Buffer
+	if err := d.ExportSafeCSV(ctx, store.Query{}, store.TableUsage, &again); err != nil || !bytes.Equal(again.Bytes(), all.Bytes()) {
+		t.Errorf("export after the failures: %v, %d bytes, want %d", err, again.Len(), all.Len())
+	}
+}
+
+// cancelAfter cancels its context once n bytes have been written.
+type cancelAfter struct {
+	n      int
+	cancel func()
+}
+
+func (w *cancelAfter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		w.cancel()
+	}
+	return len(p), nil
 }
