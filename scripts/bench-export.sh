@@ -5,6 +5,7 @@
 #
 #   scripts/bench-export.sh                  # 25 million rows (PostgreSQL), 5 million (SQLite)
 #   ROWS=1000000 SQLITE_ROWS=1000000 scripts/bench-export.sh   # a quick run
+#   OLD_MEMWHO=/tmp/memwho-old scripts/bench-export.sh           # also an older build, interleaved
 #
 # It needs root (PostgreSQL runs as the postgres user), Debian's
 # postgresql, sqlite3 and time packages, and about 10 GB of disk under
@@ -19,7 +20,10 @@
 # of memwho, or of psql/sqlite3 and gzip together; not the PostgreSQL
 # server's), rows/s, MB/s of CSV (uncompressed, 10^6 bytes), output size,
 # and peak RSS ("Maximum resident set size" of /usr/bin/time -v). The outputs of memwho and psql are compared
-# after gunzip: they must be the same bytes.
+# after gunzip: they must be the same bytes. With OLD_MEMWHO set to another
+# memwho binary (say, a build of the previous commit), every memwho
+# measurement is preceded by the same one with that binary (lines named
+# old-...), in the same run, and both must write the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +31,11 @@ ROWS=${ROWS:-25000000}
 SQLITE_ROWS=${SQLITE_ROWS:-5000000}
 PER_SAMPLE=100
 RSS_LIMIT_KIB=$((64 * 1024))
+OLD_MEMWHO=${OLD_MEMWHO:-}
+if [ -n "$OLD_MEMWHO" ]; then
+  OLD_MEMWHO=$(realpath "$OLD_MEMWHO")
+  [ -x "$OLD_MEMWHO" ] || { echo "bench-export.sh: OLD_MEMWHO=$OLD_MEMWHO is not executable" >&2; exit 1; }
+fi
 
 [ "$(id -u)" = 0 ] || { echo "bench-export.sh: run as root (PostgreSQL runs as the postgres user)" >&2; exit 1; }
 for p in postgresql sqlite3 time; do
@@ -47,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== build"
-CGO_ENABLED=0 go build -trimpath -o "$work/memwho" ./cmd/memwho
+CGO_ENABLED=0 go build -trimpath -o "$work/" ./cmd/memwho ./cmd/memwho-agent
 memwho="$work/memwho"
 
 echo "== PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') cluster in $work/pg"
@@ -126,6 +135,24 @@ measure() {
   results+="$line"$'\n'
 }
 
+# measure_memwho NAME ROWS OUT ARGS...: measure "memwho export ARGS -o
+# OUT", first with $OLD_MEMWHO when set (as old-NAME; its output must be
+# the same bytes).
+oldsame=""
+measure_memwho() {
+  local name=$1 rows=$2 out=$3; shift 3
+  if [ -n "$OLD_MEMWHO" ]; then
+    measure "old-$name" "$rows" "$out.old" "$OLD_MEMWHO" export "$@" -o "$out.old"
+    measure "$name" "$rows" "$out" "$memwho" export "$@" -o "$out"
+    if ! cmp -s "$out.old" "$out"; then
+      oldsame+="MISMATCH between old and new memwho in $name"$'\n'
+    fi
+    rm -f "$out.old"
+  else
+    measure "$name" "$rows" "$out" "$memwho" export "$@" -o "$out"
+  fi
+}
+
 # The SELECT of memwho's COPY (store/postgres ExportSQL with no bounds),
 # for psql's \copy.
 cat >"$work/copy.sql" <<'SQL'
@@ -137,7 +164,7 @@ echo "== PostgreSQL: $rows rows"
 # Warm the server's cache once; every run below reads the same way.
 $psqlcopy >/dev/null
 csvbytes=""
-measure pg-memwho-plain "$rows" "$work/pg.csv" "$memwho" export --db "$url" -o "$work/pg.csv"
+measure_memwho pg-memwho-plain "$rows" "$work/pg.csv" --db "$url"
 measure pg-psql-plain "$rows" "$work/psql.csv" sh -c "$psqlcopy > $work/psql.csv"
 if cmp -s "$work/pg.csv" "$work/psql.csv"; then
   same="memwho and psql wrote the same CSV ($csvbytes bytes)"
@@ -145,7 +172,7 @@ else
   same="MISMATCH between the CSV of memwho and psql"
 fi
 rm -f "$work/pg.csv" "$work/psql.csv"
-measure pg-memwho-gzip "$rows" "$work/pg.csv.gz" "$memwho" export --db "$url" --gzip -o "$work/pg.csv.gz"
+measure_memwho pg-memwho-gzip "$rows" "$work/pg.csv.gz" --db "$url" --gzip
 measure pg-psql-gzip "$rows" "$work/psql.csv.gz" sh -c "$psqlcopy | gzip > $work/psql.csv.gz"
 gzip -dc "$work/pg.csv.gz" | sha256sum >"$work/a"
 gzip -dc "$work/psql.csv.gz" | sha256sum >"$work/b"
@@ -186,15 +213,19 @@ lrows=$(sqlite3 "$db" 'SELECT count(*) FROM usage')
 echo "generated $lrows rows; database $(du -h "$db" | cut -f1)"
 cat "$db" >/dev/null # warm the page cache
 csvbytes=""
-measure lite-memwho-plain "$lrows" "$work/lite.csv" "$memwho" export --db "$db" -o "$work/lite.csv"
+litesql="SELECT strftime('%Y-%m-%dT%H:%M:%fZ', s.ts / 1000.0, 'unixepoch') AS time, s.host, u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free FROM samples s JOIN usage u ON u.sample_id = s.id ORDER BY s.ts, s.host, s.id, u.seq"
+measure_memwho lite-memwho-plain "$lrows" "$work/lite.csv" --db "$db"
 rm -f "$work/lite.csv"
-measure lite-memwho-gzip "$lrows" "$work/lite.csv.gz" "$memwho" export --db "$db" --gzip -o "$work/lite.csv.gz"
-measure lite-sqlite3-gzip "$lrows" "$work/sqlite3.csv.gz" sh -c "sqlite3 -csv -header '$db' \"SELECT strftime('%Y-%m-%dT%H:%M:%fZ', s.ts / 1000.0, 'unixepoch') AS time, s.host, u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free FROM samples s JOIN usage u ON u.sample_id = s.id ORDER BY s.ts, s.host, s.id, u.seq\" | gzip > '$work/sqlite3.csv.gz'"
+measure lite-sqlite3-plain "$lrows" "$work/sqlite3.csv" sh -c "sqlite3 -csv -header '$db' \"$litesql\" > '$work/sqlite3.csv'"
+rm -f "$work/sqlite3.csv"
+measure_memwho lite-memwho-gzip "$lrows" "$work/lite.csv.gz" --db "$db" --gzip
+measure lite-sqlite3-gzip "$lrows" "$work/sqlite3.csv.gz" sh -c "sqlite3 -csv -header '$db' \"$litesql\" | gzip > '$work/sqlite3.csv.gz'"
 
 echo
 echo "== summary: $rows rows from PostgreSQL, $lrows from SQLite; $(nproc) cores, Linux $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%s' "$results"
 echo "$same"
+[ -z "$OLD_MEMWHO" ] || printf '%s' "${oldsame:-old and new memwho wrote the same bytes in every case}"$'\n'
 status=0
 for n in pg-memwho-gzip pg-memwho-plain lite-memwho-gzip lite-memwho-plain; do
   if [ "${rss[$n]}" -gt "$RSS_LIMIT_KIB" ]; then
@@ -203,4 +234,5 @@ for n in pg-memwho-gzip pg-memwho-plain lite-memwho-gzip lite-memwho-plain; do
   fi
 done
 case $same in MISMATCH*) status=1 ;; esac
+[ -z "$oldsame" ] || status=1
 exit $status

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/store"
 )
 
 // CellWriter rewrites the CSV written to it so that every text cell is
@@ -220,7 +221,7 @@ func appendNeutralised(dst, v []byte) []byte {
 // appendField quotes v as PostgreSQL's COPY (FORMAT csv) does: only when
 // it holds a comma, a double quote, CR or LF, or is empty.
 func appendField(dst, v []byte) []byte {
-	if len(v) > 0 && !bytes.ContainsAny(v, ",\"\r\n") {
+	if len(v) > 0 && !store.NeedsQuotes(unsafe.String(&v[0], len(v))) {
 		return append(dst, v...)
 	}
 	dst = append(dst, '"')

@@ -3,8 +3,12 @@ package export
 import (
 	"bytes"
 	"encoding/csv"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memwho/memwho/internal/store"
 )
 
 func isText(col string) bool { return col == "host" || col == "key" }
@@ -131,4 +135,53 @@ func FuzzCellWriter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// usageCSV returns the usage table's CSV for n rows shaped like
+// scripts/bench-export.sh's history (100 rows per sample, ordinary
+// names), as PostgreSQL's COPY writes it.
+func usageCSV(n int) []byte {
+	names := []string{"systemd", "sshd", "postgres: walwriter", "nginx: worker process", "python3 app.py", "java", "node", "bash", "containerd", "kubelet", "chrome --type=renderer", "Web Content"}
+	b := []byte("time,host,kind,key,pid,start_time,count,pss,private,shared,swap,estimated,mem_limit,mem_limit_free\n")
+	for i := range n {
+		g, r := i/100, i%100
+		b = append(b, "2026-03-01T12:00:00.000Z,host-"...)
+		b = strconv.AppendInt(b, int64(g%4), 10)
+		switch {
+		case r < 70:
+			b = append(b, ",process,"...)
+		case r < 90:
+			b = append(b, ",program,"...)
+		default:
+			b = append(b, ",cgroup,"...)
+		}
+		b = append(b, names[r%12]...)
+		for _, v := range []int{1000 + r*17, 123456 + r*1000, 1, (r+1)*1048576 + (g%1000)*4096, (r + 1) * 786432, (r + 1) * 262144, (g % 7) * 4096, 0, 0, 0} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(v), 10)
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// BenchmarkCellWriter: the second pass over PostgreSQL's COPY data, in
+// MB/s of CSV, fed in pieces of 64 KiB as pgconn delivers them.
+func BenchmarkCellWriter(b *testing.B) {
+	data := usageCSV(100_000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := NewCellWriter(io.Discard, store.IsTextColumn)
+		for p := data; len(p) > 0; {
+			k := min(64<<10, len(p))
+			if _, err := c.Write(p[:k]); err != nil {
+				b.Fatal(err)
+			}
+			p = p[k:]
+		}
+		if err := c.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

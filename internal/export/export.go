@@ -4,10 +4,10 @@
 // # Shape of the pipeline
 //
 // A [Source] writes the CSV bytes (header first) to an [io.Writer]: in
-// memwho it is the Store.ExportCSV method of package store, which formats SQLite rows one at a
-// time (rows.Next) or hands the writer to PostgreSQL's COPY ... TO STDOUT,
-// so that no row objects exist at all. [Run] sits between the source and
-// the destination:
+// memwho it is [History]: the SQLite store formats rows one at a time,
+// neutralising text cells as it goes; PostgreSQL's COPY ... TO STDOUT
+// writes into a [CellWriter], so that no row objects exist at all. [Run]
+// sits between the source and the destination:
 //
 //	source ──► blocks of BlockSize bytes ──► gzip (own goroutine) ──► bufio ──► dst
 //

@@ -14,8 +14,15 @@ import (
 // selects. Names are neutralised on the way out, the same way for both
 // stores: escaped like the report's CSV (one record per line, no control
 // or bidi character reaches a terminal) and with formula characters
-// defused for spreadsheets (CellWriter).
+// defused for spreadsheets: by the store itself when it is a
+// store.SafeExporter, by a CellWriter over its CSV otherwise.
 func History(st store.Store, q store.Query, t store.Table) Source {
+	if se, ok := st.(store.SafeExporter); ok {
+		// One pass: the store neutralises while it formats.
+		return func(ctx context.Context, w io.Writer) error {
+			return se.ExportSafeCSV(ctx, q, t, w)
+		}
+	}
 	return func(ctx context.Context, w io.Writer) error {
 		cw := NewCellWriter(w, store.IsTextColumn)
 		if err := st.ExportCSV(ctx, q, t, cw); err != nil {

@@ -282,12 +282,24 @@ type Store interface {
 	// (header line first; see the package doc for columns and quoting).
 	// Memory does not grow with the number of rows: PostgreSQL runs a
 	// server-side COPY (SELECT ...) TO STDOUT straight into w; SQLite
-	// walks the rows with rows.Next. The output for the same rows is the
+	// formats one row at a time. Text cells are quoted, not neutralised
+	// (see SafeExporter). The output for the same rows is the
 	// same bytes from both stores.
 	ExportCSV(ctx context.Context, q Query, t Table, w io.Writer) error
 	// Close flushes (for PostgreSQL: tries the spool once more) and
 	// releases the database.
 	Close() error
+}
+
+// SafeExporter is implemented by a Store that can write the export with
+// its text cells (IsTextColumn) already neutralised as AppendSafeField
+// writes them, in the same pass as it formats the rows. The output must
+// be byte for byte what ExportCSV gives through export.CellWriter, which
+// rewrites the CSV in a second pass; memwho export uses ExportSafeCSV
+// when a store has it (SQLite), the CellWriter otherwise (PostgreSQL,
+// whose server writes the CSV).
+type SafeExporter interface {
+	ExportSafeCSV(ctx context.Context, q Query, t Table, w io.Writer) error
 }
 
 // OpenOptions are the settings Open passes to a back end.

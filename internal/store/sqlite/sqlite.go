@@ -31,7 +31,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -686,70 +685,6 @@ func u64(n int64) uint64 {
 // seq order; memory is bounded by the largest sample.
 func (d *DB) Samples(ctx context.Context, q store.Query, fn func(s *store.Sample) error) error {
 	return d.each(ctx, q, true, fn)
-}
-
-// flushAt is the size at which ExportCSV hands its buffer to w.
-const flushAt = 64 << 10
-
-// ExportCSV streams table t of the samples matching q to w as CSV.
-func (d *DB) ExportCSV(ctx context.Context, q store.Query, t store.Table, w io.Writer) error {
-	if t == store.TableUsage && q.NoRows {
-		return errors.New("export: the usage table needs rows (Query.NoRows is set)")
-	}
-	if t == store.TableSamples {
-		q.NoRows = true
-	}
-	buf := store.AppendHeader(make([]byte, 0, flushAt+4096), t)
-	text, args := query(q, false)
-	rows, err := d.db.QueryContext(ctx, text, args...)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer rows.Close()
-	sc := newScanner(!q.NoRows)
-	var r store.Row
-	for rows.Next() {
-		if err := rows.Scan(sc.dest...); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		s := &sc.s
-		s.Time = store.FromMillis(sc.ts)
-		m := &s.Meminfo
-		m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached = u64(sc.mem[0]), u64(sc.mem[1]), u64(sc.mem[2]), u64(sc.mem[3]), u64(sc.mem[4])
-		m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb = u64(sc.mem[5]), u64(sc.mem[6]), u64(sc.mem[7]), u64(sc.mem[8])
-		if t == store.TableSamples {
-			buf = store.AppendSampleCSV(buf, s)
-		} else {
-			k, err := store.ParseKind(sc.kind.String)
-			if err != nil {
-				return fmt.Errorf("export: sample %d: %w", s.ID, err)
-			}
-			u := &sc.u
-			r = store.Row{
-				Kind: k, Key: sc.key.String,
-				PID: int(u[0].Int64), StartTime: u64(u[1].Int64), Count: int(u[2].Int64),
-				PSS: u64(u[3].Int64), Private: u64(u[4].Int64), Shared: u64(u[5].Int64), Swap: u64(u[6].Int64),
-				Estimated: int(u[7].Int64), MemLimit: u64(u[8].Int64), MemLimitFree: u64(u[9].Int64),
-			}
-			buf = store.AppendUsageCSV(buf, s, &r)
-		}
-		if len(buf) >= flushAt {
-			if _, err := w.Write(buf); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			buf = buf[:0]
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if _, err := w.Write(buf); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	return nil
 }
 
 // Check runs PRAGMA integrity_check and returns an error unless it says

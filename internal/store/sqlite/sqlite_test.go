@@ -82,7 +82,41 @@ func TestQueryPlan(t *testing.T) {
 				}
 			}
 		}
+		for _, tab := range []store.Table{store.TableUsage, store.TableSamples} {
+			samples, args, rows := exportQueries(q, tab)
+			for _, text := range []string{samples, rows} {
+				if text == "" {
+					continue
+				}
+				a := args
+				if text == rows {
+					a = []any{1}
+				}
+				if plan := explain(t, d, text, a); strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN usage") {
+					t.Errorf("export query %q sorts or scans: plan %q", text, plan)
+				}
+			}
+		}
 	}
+}
+
+func explain(t *testing.T, d *DB, text string, args []any) string {
+	t.Helper()
+	rows, err := d.db.Query("EXPLAIN QUERY PLAN "+text, args...)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
 }
 
 // TestMigrate opens a version 1 database with data (written with the
