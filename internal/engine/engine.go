@@ -151,9 +151,10 @@ type Options struct {
 	// processes beyond it are read by path and checked by start time.
 	MaxHeld int
 	// Conns counts each process's ESTABLISHED TCP sockets into
-	// Process.Conns (see package sockdiag). It walks every process's
-	// /proc/PID/fd each tick, which needs CAP_SYS_PTRACE and
-	// CAP_DAC_READ_SEARCH for other users' processes.
+	// Process.Conns (see package sockdiag). It reads a process's
+	// /proc/PID/fd when it is new, when its sockets can have changed and
+	// at least every FullEvery ticks (see connCounter), which needs
+	// CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH for other users' processes.
 	Conns bool
 }
 
@@ -218,6 +219,9 @@ type Stats struct {
 	// read (another user's process without CAP_DAC_READ_SEARCH): they
 	// count 0 connections.
 	ConnsDenied int
+	// ConnsRead counts the processes whose /proc/PID/fd was read this
+	// tick (see connCounter: the others kept their socket lists).
+	ConnsRead int
 	// ConnsProcNet is true when sockets came from /proc/net/tcp{,6}
 	// because sock_diag is unavailable.
 	ConnsProcNet bool
@@ -320,6 +324,8 @@ type record struct {
 	walked   bool       // figures read this tick
 	deferred bool       // due, but over its cost budget
 	now      proc.Statm // statm read this tick
+
+	conn connState // Options.Conns (conns.go)
 }
 
 type worker struct {
@@ -529,12 +535,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		e.stats.ConnsErr = c.dump()
 		e.stats.ConnsProcNet = c.src.ProcNet
 		if e.stats.ConnsErr == nil {
-			e.parallel(e.work, func(w *worker, rc *record) {
-				if rc.st <= stMalformed {
-					c.count(w, rc)
-				}
-			})
-			e.stats.ConnsDenied = int(c.denied.Load())
+			e.stats.ConnsDenied, e.stats.ConnsRead = c.tick(e, tick, full)
 		}
 	}
 	e.details = e.details[:0]

@@ -55,7 +55,14 @@ func TestPSSErrorBound(t *testing.T) {
 	tg := startTogglers(t, groups, size, private, shared)
 	n := len(tg.pids)
 
-	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
+	// MEMWHO_ENGINE_FULL_EVERY and MEMWHO_ENGINE_CONNS=1 measure the
+	// agent's defaults (--full-every 20, --conns): the report it is
+	// compared with counts no connections, as a report does by default.
+	if v, err := strconv.Atoi(os.Getenv("MEMWHO_ENGINE_FULL_EVERY")); err == nil && v > 0 {
+		k = v
+	}
+	conns := os.Getenv("MEMWHO_ENGINE_CONNS") == "1"
+	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k, Conns: conns})
 	full := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
 	sc, err := New(Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, NeedStartTime: true, OneShot: true})
 	if err != nil {
@@ -71,7 +78,7 @@ func TestPSSErrorBound(t *testing.T) {
 
 	var engCPU, fullCPU, scanCPU, engWall, scanWall time.Duration
 	var maxErr, sumAbs, sumTrue, sumBound, sumStaleBound, maxStaleErr int64
-	var walkedTotal, staleTotal, walks int
+	var walkedTotal, staleTotal, walks, connsRead int
 	var signedMax int64
 	rng := rand.New(rand.NewPCG(1, 2))
 	idx := make([]int, n)
@@ -101,6 +108,7 @@ func TestPSSErrorBound(t *testing.T) {
 		engWall += w1.Sub(w0)
 		scanWall += w3.Sub(w2)
 		walks += eng.Stats().Walks()
+		connsRead += eng.Stats().ConnsRead
 
 		if len(es.Procs) != n || len(ss.Procs) != n {
 			t.Fatalf("tick %d: engine %d procs, scanner %d, want %d", tick, len(es.Procs), len(ss.Procs), n)
@@ -149,7 +157,8 @@ func TestPSSErrorBound(t *testing.T) {
 		}
 	}
 	ratio := float64(engCPU) / float64(scanCPU)
-	t.Logf("%d processes in %d groups, %d ticks, FullEvery %d, %d%% changing per tick", n, groups, ticks, k, 10)
+	t.Logf("%d processes in %d groups, %d ticks, FullEvery %d, %d%% changing per tick, conns %v (fd tables read: %.1f per tick)",
+		n, groups, ticks, k, 10, conns, float64(connsRead)/float64(ticks))
 	t.Logf("tick cost (CPU): engine %v, engine full walk %v, report scan %v per tick",
 		engCPU/time.Duration(ticks), fullCPU/time.Duration(ticks), scanCPU/time.Duration(ticks))
 	t.Logf("tick/full ratio (CPU): %.3f against the report's scan, %.3f against the engine's own full walk; wall: %.3f",

@@ -59,6 +59,16 @@ func (s *InodeSet) Has(inode uint64) bool {
 	return ok
 }
 
+// Range calls f for every inode of the set, in no order, until f returns
+// false. f must not change the set.
+func (s *InodeSet) Range(f func(inode uint64) bool) {
+	for ino := range s.m {
+		if !f(ino) {
+			return
+		}
+	}
+}
+
 // Len returns the number of inodes in the set.
 func (s *InodeSet) Len() int { return len(s.m) }
 
