@@ -22,7 +22,9 @@ import (
 //
 //  1. new processes (and reused PIDs), and every process at least every
 //     FullEvery ticks, spread by PID as the forced page-table walks are
-//     (or all of them after ForceFull);
+//     (or all of them after ForceFull), except that a process that held
+//     no socket at all and whose descriptor count did not move skips
+//     up to noSocketSkips of these reads;
 //  2. while unknown ESTABLISHED inodes remain: the processes whose
 //     /proc/PID/fd size (its descriptor count, Linux 6.2+; one statx
 //     each) moved;
@@ -42,7 +44,8 @@ import (
 // holds (SCM_RIGHTS, pidfd_getfd), or closes its copy of a socket
 // another process keeps open, counts one too few or too many until its
 // fd table is read again: within FullEvery ticks (the same window as
-// the stale memory figures). A count is never off for a socket opened
+// the stale memory figures), or (noSocketSkips+1)*FullEvery for a
+// process that held no socket at all before. A count is never off for a socket opened
 // and closed between two ticks, nor for one that left ESTABLISHED: the
 // dump decides which known sockets count. TestConnsIncremental checks
 // the cases against a full read.
@@ -66,7 +69,13 @@ type connState struct {
 	denied bool     // the last read was refused
 	est    bool     // held an ESTABLISHED socket at the last count
 	fresh  bool     // read this tick
+	skips  uint8    // periodic reads skipped in a row (noSocketSkips)
 }
+
+// noSocketSkips is how many periodic reads in a row a process without
+// sockets and with an unchanged descriptor count skips: its fd table is
+// read at least every (noSocketSkips+1)*FullEvery ticks.
+const noSocketSkips = 3
 
 func newConnCounter(fs *proc.FS) *connCounter {
 	return &connCounter{src: sockdiag.NewSource(fs)}
@@ -91,9 +100,25 @@ func (c *connCounter) tick(e *Engine, tick uint64, full bool) (denied, read int)
 		if rc.st > stMalformed {
 			continue
 		}
-		if !rc.conn.known || full || tick >= rc.conn.due {
+		cs := &rc.conn
+		if !cs.known || full {
 			c.todo = append(c.todo, i)
+			continue
 		}
+		if tick < cs.due {
+			continue
+		}
+		if len(cs.socks) == 0 && !cs.denied && cs.skips < noSocketSkips {
+			// A process that held no socket at all and whose
+			// descriptor count did not move is most likely still
+			// without: one statx instead of reading its fd table.
+			if n, err := e.workers[0].fdc.Size(rc.pid); err == nil && n == cs.size {
+				cs.skips++
+				cs.due = tick + k
+				continue
+			}
+		}
+		c.todo = append(c.todo, i)
 	}
 	c.readAll(e, tick, k)
 	if c.attribute(e) > 0 {
@@ -174,6 +199,7 @@ func (c *connCounter) readAll(e *Engine, tick, k uint64) {
 		cs.size = size
 		cs.denied = err == syscall.EACCES || err == syscall.EPERM
 		cs.fresh = true
+		cs.skips = 0
 		if !cs.known {
 			// Spread the periodic reads as the forced walks are.
 			cs.due = tick + k - uint64(rc.pid)%k
