@@ -61,8 +61,12 @@ func TestPSSErrorBound(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("MEMWHO_ENGINE_FULL_EVERY")); err == nil && v > 0 {
 		k = v
 	}
+	// MEMWHO_ENGINE_FULL_DETAIL=1 reads UID and cgroup too (the agent's
+	// FullDetail).
 	conns := os.Getenv("MEMWHO_ENGINE_CONNS") == "1"
-	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k, Conns: conns})
+	detail := os.Getenv("MEMWHO_ENGINE_FULL_DETAIL") == "1"
+	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k, Conns: conns,
+		NeedUID: detail, NeedCgroup: detail})
 	full := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})
 	sc, err := New(Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, NeedStartTime: true, OneShot: true})
 	if err != nil {
@@ -157,8 +161,8 @@ func TestPSSErrorBound(t *testing.T) {
 		}
 	}
 	ratio := float64(engCPU) / float64(scanCPU)
-	t.Logf("%d processes in %d groups, %d ticks, FullEvery %d, %d%% changing per tick, conns %v (fd tables read: %.1f per tick)",
-		n, groups, ticks, k, 10, conns, float64(connsRead)/float64(ticks))
+	t.Logf("%d processes in %d groups, %d ticks, FullEvery %d, %d%% changing per tick, conns %v (fd tables read: %.1f per tick), UID and cgroup %v",
+		n, groups, ticks, k, 10, conns, float64(connsRead)/float64(ticks), detail)
 	t.Logf("tick cost (CPU): engine %v, engine full walk %v, report scan %v per tick",
 		engCPU/time.Duration(ticks), fullCPU/time.Duration(ticks), scanCPU/time.Duration(ticks))
 	t.Logf("tick/full ratio (CPU): %.3f against the report's scan, %.3f against the engine's own full walk; wall: %.3f",
