@@ -109,6 +109,7 @@ type Agent struct {
 	flight    *flight   // walk in progress, or nil
 	lastStart time.Time // start of the last walk
 	running   bool      // Run drives the walks
+	closed    bool      // Close was called: no more walks
 	paused    bool      // Run waits for a reader (IdleAfter)
 	lastUse   time.Time // last scrape or Latest
 	wake      chan struct{}
@@ -186,9 +187,11 @@ func New(opt Options) (*Agent, error) {
 	return a, nil
 }
 
-// Close stops the engine once any walk in progress has finished.
+// Close stops the engine once any walk in progress has finished; no walk
+// starts after it (cancel Run's context first).
 func (a *Agent) Close() error {
 	a.mu.Lock()
+	a.closed = true
 	f := a.flight
 	a.mu.Unlock()
 	if f != nil {
@@ -253,6 +256,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if a.closed {
+			a.mu.Unlock()
+			return nil
+		}
 		f := a.flight
 		if f == nil {
 			if next := a.lastStart.Add(a.opt.MinInterval); !a.lastStart.IsZero() && now.Before(next) {
@@ -308,7 +315,7 @@ func (a *Agent) Fresh(ctx context.Context, maxAge, timeout time.Duration) (snap 
 	a.mu.Lock()
 	a.usedLocked(now)
 	f := a.flight
-	if f == nil && (a.lastStart.IsZero() || now.Sub(a.lastStart) >= maxAge) {
+	if f == nil && !a.closed && (a.lastStart.IsZero() || now.Sub(a.lastStart) >= maxAge) {
 		f = a.startLocked(now)
 	}
 	a.mu.Unlock()
@@ -355,7 +362,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, scrape bool) (
 		}
 		a.usedLocked(now)
 	}
-	if a.flight == nil && (a.lastStart.IsZero() || now.Sub(a.lastStart) >= a.opt.MinInterval) {
+	if a.flight == nil && !a.closed && (a.lastStart.IsZero() || now.Sub(a.lastStart) >= a.opt.MinInterval) {
 		a.startLocked(now)
 	}
 	f := a.flight
