@@ -59,10 +59,12 @@ type Options struct {
 	// TopProcesses adds memwho_process_* series for the K processes
 	// using the most RAM; 0 adds none. It caps per-process cardinality.
 	TopProcesses int
-	// MinInterval is the least time between the starts of two walks.
+	// MinInterval is the time between the starts of two walks under
+	// Run, and the least time between them without.
 	MinInterval time.Duration
 	// ScrapeTimeout is the longest a scrape waits for a walk in progress
-	// before serving the last snapshot.
+	// before serving the last snapshot: under Run, only a scrape that
+	// finds no snapshot yet, or Run paused, waits at all.
 	ScrapeTimeout time.Duration
 	// Version is reported in memwho_agent_info.
 	Version string
