@@ -6,20 +6,38 @@
 #
 # Sections (SECTIONS="engine sockdiag load overhead" runs all):
 #   engine    TestPSSErrorBound with 1000 processes, 10% of them changing
-#             their sharing every tick, FullEvery at its default: tick cost
-#             against a full walk (CPU time, same run) and the PSS error.
+#             their sharing every tick, at the agent's defaults
+#             (--full-every 20) with and without TCP counting (--conns):
+#             tick CPU against a report's one-shot scan (same process,
+#             same run), the PSS error of the stale figures and of their
+#             sum against Stats.StaleBound; then once more reading UID
+#             and cgroup too (FullDetail). With BASE_REV (a git
+#             revision) the same test of that revision runs interleaved
+#             with this tree's, side by side.
 #   sockdiag  listing 10,000 ESTABLISHED sockets: sock_diag, the
 #             fixed-width /proc/net/tcp parser and a strings.Fields reader;
-#             and mapping them to a process through /proc/PID/fd.
+#             and mapping them to a process through /proc/PID/fd; the
+#             fixed cost of a dump on this host.
 #   load      TestLoad for 30 s: 200 scrapes/s on loopback; walks per
 #             min-interval and VmRSS before/after.
-#   overhead  memwho serve with N=1000 load processes (memwho-load), scraped
-#             every INTERVAL for DURATION by curl: the agent's average CPU
-#             (utime+stime from /proc/PID/stat) and its RSS.
+#   overhead  memwho serve with N=1000 load processes (memwho-load) at its
+#             defaults, scraped every INTERVAL for DURATION by curl: the
+#             agent's CPU per walk against a one-shot `memwho report` of
+#             the same processes (REPORTS runs), its RSS; then, with
+#             --top-processes TOP (about 5,000 series), every scrape's
+#             latency (curl time_total, and the mean the agent measures
+#             itself) and the stale error bound against the processes'
+#             PSS (the engine section measures it against the truth).
+#             With BASE_BIN (a memwho binary) the same runs for it,
+#             after this tree's. The agent's --min-interval is 10 s:
+#             scraping every SCRAPE_EVERY s, an agent whose scrapes start
+#             walks makes one scrape in 10/SCRAPE_EVERY wait for one.
 #
 # Environment: SECTIONS, N=1000, INTERVAL=15, DURATION=300 (seconds),
 # PRIVATE=1MiB FILE_SHARED=4MiB (per load process / one shared file),
-# SERVE_FLAGS (extra flags for memwho serve).
+# SERVE_FLAGS (extra flags for memwho serve), REPORTS=5, TOP=830,
+# SCRAPES=40 (latency scrapes, one every SCRAPE_EVERY=2.5 s), MEMWHO_BIN
+# (use this binary instead of building ./cmd/memwho), BASE_BIN, BASE_REV.
 set -euo pipefail
 
 SECTIONS=${SECTIONS:-"engine sockdiag load overhead"}
@@ -29,14 +47,21 @@ DURATION=${DURATION:-300}
 PRIVATE=${PRIVATE:-1MiB}
 FILE_SHARED=${FILE_SHARED:-4MiB}
 SERVE_FLAGS=${SERVE_FLAGS:-}
+REPORTS=${REPORTS:-5}
+TOP=${TOP:-830}
+SCRAPES=${SCRAPES:-40}
+SCRAPE_EVERY=${SCRAPE_EVERY:-2.5}
+MEMWHO_BIN=${MEMWHO_BIN:-}
+BASE_BIN=${BASE_BIN:-}
+BASE_REV=${BASE_REV:-}
 
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
 TMP=$(mktemp -d /tmp/memwho-bench-agent.XXXXXX)
 LOAD_PID= AGENT_PID=
 
-# shellcheck source=scripts/bench-lib.sh
-. scripts/bench-lib.sh
+# shellcheck source=bench-lib.sh
+source scripts/bench-lib.sh
 
 cleanup() {
 	stop "$AGENT_PID"
@@ -51,9 +76,33 @@ trap 'exit 130' INT TERM HUP
 section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 if section engine; then
-	log "== engine: 1000 processes, 10% changing per tick"
-	MEMWHO_ENGINE_BENCH=1 go test -count=1 -timeout 60m -run 'TestPSSErrorBound$' -v ./internal/engine |
-		grep -E 'pss_test|^(ok|FAIL|---)'
+	log "== engine: 1000 processes, 10% changing per tick, --full-every 20"
+	go test -c -o "$TMP/engine.test" ./internal/engine
+	bins=("$TMP/engine.test")
+	if [[ -n $BASE_REV ]]; then
+		mkdir -p "$TMP/base"
+		git archive "$BASE_REV" | tar -x -C "$TMP/base"
+		# Revisions before the knobs: give the test the same two.
+		if ! grep -q MEMWHO_ENGINE_CONNS "$TMP/base/internal/engine/pss_test.go"; then
+			sed -i 's|^\teng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k})|\tif v, err := strconv.Atoi(os.Getenv("MEMWHO_ENGINE_FULL_EVERY")); err == nil \&\& v > 0 {\n\t\tk = v\n\t}\n\teng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k, Conns: os.Getenv("MEMWHO_ENGINE_CONNS") == "1"})|' \
+				"$TMP/base/internal/engine/pss_test.go"
+		fi
+		(cd "$TMP/base" && go test -c -o "$TMP/engine-base.test" ./internal/engine)
+		bins=("$TMP/engine-base.test" "$TMP/engine.test")
+	fi
+	# A run over the 0.15 target fails the test: the script goes on.
+	for conns in 1 0; do
+		for bin in "${bins[@]}"; do
+			log "-- $(basename "$bin") conns=$conns"
+			(cd internal/engine && MEMWHO_ENGINE_BENCH=1 MEMWHO_ENGINE_FULL_EVERY=20 MEMWHO_ENGINE_CONNS=$conns \
+				"$bin" -test.count=1 -test.timeout 60m -test.run 'TestPSSErrorBound$' -test.v |
+				grep -E 'pss_test|^(ok|FAIL|---)') || true
+		done
+	done
+	log "-- engine.test conns=1, UID and cgroup read too (agent FullDetail)"
+	(cd internal/engine && MEMWHO_ENGINE_BENCH=1 MEMWHO_ENGINE_FULL_EVERY=20 MEMWHO_ENGINE_CONNS=1 MEMWHO_ENGINE_FULL_DETAIL=1 \
+		"$TMP/engine.test" -test.count=1 -test.timeout 60m -test.run 'TestPSSErrorBound$' -test.v |
+		grep -E 'pss_test|^(ok|FAIL|---)') || true
 fi
 
 if section sockdiag; then
@@ -78,44 +127,117 @@ ticks() {
 
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
-if section overhead; then
-	log "== overhead: memwho serve, $N processes, a scrape every ${INTERVAL}s for ${DURATION}s"
-	go build -trimpath -o "$TMP/memwho" ./cmd/memwho
-	go build -trimpath -o "$TMP/memwho-load" ./cmd/memwho-load
-	start_load "$TMP/memwho-load" "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP"
+# report_cpu runs a command and prints its utime+stime in clock ticks
+# (1/100 s), from the shell's accounting of its waited-for children.
+report_cpu() {
+	local t0 t1 me=$BASHPID # this (sub)shell: the command's parent
+	t0=$(awk '{ print $16 + $17 }' "/proc/$me/stat")
+	"$@" >/dev/null
+	t1=$(awk '{ print $16 + $17 }' "/proc/$me/stat")
+	echo $(( t1 - t0 ))
+}
+
+metric() { awk -v m="$1" '$1 == m { print $2 }' "$2"; }
+
+# serve_run BIN LABEL: one agent at its defaults (then with --top-processes
+# TOP for the latency and bound), printing one table.
+serve_run() {
+	local bin=$1 label=$2 port url
 	port=$(( 20000 + RANDOM % 20000 ))
 	# shellcheck disable=SC2086
-	"$TMP/memwho" serve --listen "127.0.0.1:$port" --no-auth $SERVE_FLAGS 2>"$TMP/agent.err" &
+	"$bin" serve --listen "127.0.0.1:$port" --no-auth $SERVE_FLAGS 2>"$TMP/agent.err" &
 	AGENT_PID=$!
 	url="http://127.0.0.1:$port/metrics"
 	for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.2; done
 	# The first walk reads every process in full: measured apart.
 	curl -sf -o "$TMP/first.prom" "$url"
-	first_walk=$(awk '$1 == "memwho_last_walk_duration_seconds" { print $2 }' "$TMP/first.prom")
-	procs=$(awk '$1 == "memwho_processes" { print $2 }' "$TMP/first.prom")
+	local first_walk procs w0 t0 s0 end scrapes=0
+	first_walk=$(metric memwho_last_walk_duration_seconds "$TMP/first.prom")
+	procs=$(metric memwho_processes "$TMP/first.prom")
+	w0=$(metric memwho_walk_duration_seconds_count "$TMP/first.prom")
 	t0=$(ticks "$AGENT_PID")
 	s0=$(date +%s.%N)
-	scrapes=0
 	end=$(( $(date +%s) + DURATION ))
 	while (( $(date +%s) < end )); do
 		sleep "$INTERVAL"
 		curl -sf -o "$TMP/last.prom" "$url"
 		scrapes=$(( scrapes + 1 ))
 	done
+	local t1 s1 rss hwm anon file walks cpu
 	t1=$(ticks "$AGENT_PID")
 	s1=$(date +%s.%N)
 	rss=$(kb "$AGENT_PID" VmRSS) hwm=$(kb "$AGENT_PID" VmHWM)
 	anon=$(kb "$AGENT_PID" RssAnon) file=$(kb "$AGENT_PID" RssFile)
-	walks=$(awk '$1 == "memwho_walk_duration_seconds_count" { print $2 }' "$TMP/last.prom")
-	walk_sum=$(awk '$1 == "memwho_walk_duration_seconds_sum" { print $2 }' "$TMP/last.prom")
+	walks=$(( $(metric memwho_walk_duration_seconds_count "$TMP/last.prom") - w0 ))
 	cpu=$(awk -v t=$(( t1 - t0 )) -v s="$s0" -v e="$s1" 'BEGIN { printf "%.3f", 100 * (t / 100) / (e - s) }')
+	stop "$AGENT_PID"
+	AGENT_PID=
+
+	# A one-shot report of the same processes, REPORTS times.
+	local rt=0 i
+	for i in $(seq "$REPORTS"); do
+		rt=$(( rt + $(report_cpu "$bin" report) ))
+	done
+
+	# About 5,000 series: scrape latency and the bound.
+	port=$(( 20000 + RANDOM % 20000 ))
+	# shellcheck disable=SC2086
+	"$bin" serve --listen "127.0.0.1:$port" --no-auth --top-processes "$TOP" $SERVE_FLAGS 2>"$TMP/agent.err" &
+	AGENT_PID=$!
+	url="http://127.0.0.1:$port/metrics"
+	for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.2; done
+	curl -sf -o "$TMP/top.prom" "$url"
+	local ss0 sc0
+	ss0=$(metric memwho_scrape_duration_seconds_sum "$TMP/top.prom")
+	sc0=$(metric memwho_scrape_duration_seconds_count "$TMP/top.prom")
+	: >"$TMP/lat"
+	for i in $(seq "$SCRAPES"); do
+		sleep "$SCRAPE_EVERY"
+		curl -sf -o "$TMP/top.prom" -w '%{time_total}\n' "$url" >>"$TMP/lat"
+	done
+	local series bound pss served
+	series=$(grep -vc '^#' "$TMP/top.prom")
+	bound=$(metric memwho_stale_error_bound_bytes "$TMP/top.prom")
+	pss=$(metric memwho_processes_pss_bytes "$TMP/top.prom")
+	# The agent's own account of the scrapes before the last (it
+	# excludes connecting and the client's scheduling on a busy host).
+	served=$(awk -v s0="$ss0" -v c0="$sc0" -v s1="$(metric memwho_scrape_duration_seconds_sum "$TMP/top.prom")" \
+		-v c1="$(metric memwho_scrape_duration_seconds_count "$TMP/top.prom")" \
+		'BEGIN { if (c1 > c0) printf "%.2f ms", 1000 * (s1 - s0) / (c1 - c0); else print "-" }')
+	stop "$AGENT_PID"
+	AGENT_PID=
+
 	echo
-	echo "| memwho serve, $procs processes, scrape every ${INTERVAL}s, $(awk -v s="$s0" -v e="$s1" 'BEGIN { printf "%.0f", e - s }') s | value |"
+	echo "| memwho serve ($label), $procs processes | value |"
 	echo "| --- | ---: |"
 	echo "| first walk (every process read in full) | ${first_walk} s |"
-	echo "| later walks | $(( walks - 1 )) walks, $(awk -v w="$walk_sum" -v f="$first_walk" -v n=$(( walks - 1 )) 'BEGIN { if (n > 0) printf "%.1f ms", 1000 * (w - f) / n; else print "-" }') each on average |"
+	echo "| walks in ${DURATION} s (scrape every ${INTERVAL} s) | $walks |"
 	echo "| CPU, utime+stime over the window | $(( t1 - t0 )) ticks = ${cpu}% of one core |"
+	echo "| CPU per walk | $(awk -v t=$(( t1 - t0 )) -v w="$walks" 'BEGIN { if (w > 0) printf "%.1f ms", 10 * t / w; else print "-" }') |"
+	echo "| one-shot report, CPU per run ($REPORTS runs) | $(awk -v t="$rt" -v n="$REPORTS" 'BEGIN { printf "%.1f ms", 10 * t / n }') |"
+	echo "| walk / report CPU | $(awk -v t=$(( t1 - t0 )) -v w="$walks" -v r="$rt" -v n="$REPORTS" 'BEGIN { if (w > 0 && r > 0) printf "%.3f", (t / w) / (r / n); else print "-" }') |"
 	echo "| VmRSS at the end / peak (VmHWM) | $(( rss / 1024 )) MiB / $(( hwm / 1024 )) MiB |"
 	echo "| of which RssAnon / RssFile | $(( anon / 1024 )) MiB / $(( file / 1024 )) MiB |"
-	echo "| scrapes | $(( scrapes + 1 )) |"
+	echo "| scrape latency at $series series ($SCRAPES scrapes, every ${SCRAPE_EVERY} s): median / 90% / max | $(sort -n "$TMP/lat" | awk '{ v[NR] = $1 } END { printf "%.2f / %.2f / %.2f ms", 1000 * v[int((NR + 1) / 2)], 1000 * v[int(NR * 0.9 + 0.5)], 1000 * v[NR] }') |"
+	echo "| same, mean time in the agent (memwho_scrape_duration_seconds) | $served |"
+	echo "| memwho_stale_error_bound_bytes / processes' PSS | $(( bound >> 20 )) MiB / $(( pss >> 20 )) MiB |"
+}
+
+if section overhead; then
+	log "== overhead: memwho serve, $N processes, a scrape every ${INTERVAL}s for ${DURATION}s"
+	if [[ -n $MEMWHO_BIN ]]; then
+		cp "$MEMWHO_BIN" "$TMP/memwho"
+		if [[ -x $(dirname "$MEMWHO_BIN")/memwho-agent ]]; then
+			cp "$(dirname "$MEMWHO_BIN")/memwho-agent" "$TMP/"
+		fi
+	else
+		# memwho runs memwho-agent (serve) from its own directory.
+		go build -trimpath -o "$TMP/" ./cmd/memwho ./cmd/memwho-agent
+	fi
+	go build -trimpath -o "$TMP/memwho-load" ./cmd/memwho-load
+	start_load "$TMP/memwho-load" "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP"
+	serve_run "$TMP/memwho" "this tree"
+	if [[ -n $BASE_BIN ]]; then
+		serve_run "$BASE_BIN" "BASE_BIN"
+	fi
 fi

@@ -103,15 +103,13 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	}
 
 	var stale int
-	var bound uint64
 	for _, d := range a.eng.Details() {
 		if !d.Walked {
 			stale++
-			bound += d.Bound
 		}
 	}
 	ex.gaugeUint("memwho_stale_figures", "Processes whose figures were not re-read in the last walk because their statm did not move (see docs/agent.md, error bound).", uint64(stale))
-	ex.gaugeUint("memwho_stale_error_bound_bytes", "Sum over the stale figures of the most each can be off by (RSS minus private anonymous memory at its last walk), in bytes.", bound)
+	ex.gaugeUint("memwho_stale_error_bound_bytes", "The most by which the sum of the stale figures' RAM can be off, in bytes: each shared page counted once (see docs/agent.md, error bound).", stats.StaleBound)
 	ex.gaugeFloat("memwho_snapshot_timestamp_seconds", "When the last walk started, in seconds since the Unix epoch.", unixSeconds(st.time))
 	ex.gaugeFloat("memwho_oldest_figure_timestamp_seconds", "When the oldest figure of the last snapshot was read, in seconds since the Unix epoch: at most FullEvery walks old, older only for processes over their page-walk budget.", unixSeconds(st.oldest))
 	ex.gaugeFloat("memwho_last_walk_duration_seconds", "How long the last walk took, in seconds.", st.walkDur.Seconds())

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -195,8 +196,16 @@ func TestPrometheusTimeoutHeader(t *testing.T) {
 
 // BenchmarkScrape measures one scrape of a snapshot already taken (no
 // walk): what 200 scrapes a second cost the agent.
+// BenchmarkScrape serves scrapes of this host's snapshot, as every scrape
+// is served under Run. MEMWHO_BENCH_TOP sets TopProcesses (20): about
+// 6 series per process, so 830 makes about 5,000 series on a host with
+// that many processes (scripts/bench-agent.sh).
 func BenchmarkScrape(b *testing.B) {
-	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(b, "/proc"), Conns: true}, MinInterval: time.Hour, TopProcesses: 20})
+	top := 20
+	if v, err := strconv.Atoi(os.Getenv("MEMWHO_BENCH_TOP")); err == nil && v > 0 {
+		top = v
+	}
+	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(b, "/proc"), Conns: true}, MinInterval: time.Hour, TopProcesses: top})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,6 +218,13 @@ func BenchmarkScrape(b *testing.B) {
 		a.ServeHTTP(w, req)
 	}
 	b.ReportMetric(float64(w.n)/float64(b.N), "bytes/scrape")
+	series := 0
+	for _, l := range strings.Split(string(a.WriteMetrics(nil)), "\n") {
+		if l != "" && l[0] != '#' {
+			series++
+		}
+	}
+	b.ReportMetric(float64(series), "series")
 }
 
 type discardWriter struct {

@@ -67,26 +67,26 @@
 // maps: each page counts size/N for its N mappers. Its private anonymous
 // pages stay its own (only a fork or a KSM merge can share them, and a
 // fork re-walks the parent, see above), every other page counts at most
-// in full and more than zero. So
+// in full and at least zero. So
 //
-//	PrivateAnon(W) < PSS(now) <= RSS(W)
+//	PrivateAnon(W) <= PSS(now) <= RSS(W)
 //
-// and the stale figure, itself in that range, is off by at most
-//
-//	Bound = RSS(W) - PrivateAnon(W)
-//
-// the memory the process shares or could share: file-backed and shmem
-// pages, and anonymous pages shared copy-on-write. smaps_rollup has no
+// and the stale figure can have risen by at most RSS(W) - PSS(W) (up) or
+// fallen by at most PSS(W) - PrivateAnon(W) (down): [Detail.Bound] is the
+// larger of the two (huge pages added, see bound.go). smaps_rollup has no
 // PrivateAnon line; the engine uses the lower estimate
 // Anonymous + Private_Clean + Private_Dirty - Rss, which keeps the bound
 // safe. The bound holds for at most FullEvery ticks (longer only for a
-// process over its cost budget, whose age is shown); [Detail.Bound] gives
-// it per process. SwapPss moves the same way for shared swapped pages.
+// process over its cost budget, whose age is shown). SwapPss moves the
+// same way for shared swapped pages.
 //
-// The bound is loose: the errors measured are far smaller.
-// TestPSSErrorBound measures them against full walks, with 10% of the
-// processes changing their sharing every tick; docs/agent.md has the
-// figures.
+// Summed over processes the per-process bounds count a page shared by N
+// processes N times, so they can exceed all memory in use;
+// [Stats.StaleBound] bounds the error of the sum of the stale figures
+// instead, counting each shared page once through /proc/meminfo's Mapped
+// (proof in bound.go). TestPSSErrorBound checks both against full walks,
+// with 10% of the processes changing their sharing every tick;
+// docs/agent.md has the figures.
 //
 // It does not render, group or remember history (the live view keeps its
 // own per-group series).
@@ -151,9 +151,10 @@ type Options struct {
 	// processes beyond it are read by path and checked by start time.
 	MaxHeld int
 	// Conns counts each process's ESTABLISHED TCP sockets into
-	// Process.Conns (see package sockdiag). It walks every process's
-	// /proc/PID/fd each tick, which needs CAP_SYS_PTRACE and
-	// CAP_DAC_READ_SEARCH for other users' processes.
+	// Process.Conns (see package sockdiag). It reads a process's
+	// /proc/PID/fd when it is new, when its sockets can have changed and
+	// at least every FullEvery ticks (see connCounter), which needs
+	// CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH for other users' processes.
 	Conns bool
 }
 
@@ -186,7 +187,7 @@ type Detail struct {
 	Deferred bool
 	// Bound is the most, in bytes, by which RAM can be off when the
 	// figure was not walked this tick (see "Error bound" in the package
-	// documentation); 0 for estimates.
+	// documentation): max(RSS - PSS, PSS - PrivateAnon) at its last walk.
 	Bound uint64
 }
 
@@ -218,9 +219,17 @@ type Stats struct {
 	// read (another user's process without CAP_DAC_READ_SEARCH): they
 	// count 0 connections.
 	ConnsDenied int
+	// ConnsRead counts the processes whose /proc/PID/fd was read this
+	// tick (see connCounter: the others kept their socket lists).
+	ConnsRead int
 	// ConnsProcNet is true when sockets came from /proc/net/tcp{,6}
 	// because sock_diag is unavailable.
 	ConnsProcNet bool
+	// StaleBound is the most, in bytes, by which the sum of RAM over
+	// the figures not walked this tick can be off: tighter than the sum
+	// of their Detail.Bound, which counts a page shared by N processes
+	// N times (see sumBound).
+	StaleBound uint64
 }
 
 // Walks returns the number of smaps_rollup walks of the tick.
@@ -300,7 +309,7 @@ type record struct {
 	due, namesDue uint64
 	sampledAt     time.Time
 	cost          time.Duration
-	bound         uint64 // error bound of a stale figure, bytes
+	risk          risk // how far a stale figure can move (bound.go)
 
 	// nameParent is the parent's Exe that p.Name was computed with.
 	nameParent string
@@ -315,6 +324,8 @@ type record struct {
 	walked   bool       // figures read this tick
 	deferred bool       // due, but over its cost budget
 	now      proc.Statm // statm read this tick
+
+	conn connState // Options.Conns (conns.go)
 }
 
 type worker struct {
@@ -524,15 +535,11 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		e.stats.ConnsErr = c.dump()
 		e.stats.ConnsProcNet = c.src.ProcNet
 		if e.stats.ConnsErr == nil {
-			e.parallel(e.work, func(w *worker, rc *record) {
-				if rc.st <= stMalformed {
-					c.count(w, rc)
-				}
-			})
-			e.stats.ConnsDenied = int(c.denied.Load())
+			e.stats.ConnsDenied, e.stats.ConnsRead = c.tick(e, tick, full)
 		}
 	}
 	e.details = e.details[:0]
+	var up, down, unmapped uint64
 	for _, i := range e.work {
 		rc := &e.recs[i]
 		switch rc.st {
@@ -565,12 +572,22 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		snap.Procs = append(snap.Procs, rc.p)
 		e.details = append(e.details, Detail{
 			PID: rc.pid, StartTime: rc.start, SampledAt: rc.sampledAt,
-			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred, Bound: rc.bound,
+			WalkCost: rc.cost, Walked: rc.walked, Deferred: rc.deferred, Bound: rc.risk.bound(),
 		})
+		if !rc.walked && rc.p.Accuracy == sample.Exact {
+			up += rc.risk.up
+			down += rc.risk.down
+			unmapped += rc.risk.unmapped
+		}
 	}
 	snap.ConnsOK = e.conns != nil && e.stats.ConnsErr == nil
 
 	sample.ReadMeminfo(e.workers[0].r, &e.meminfo, snap)
+	mapped := int64(-1)
+	if snap.MeminfoOK && e.meminfo.HasMapped {
+		mapped = int64(min(e.meminfo.Mapped, 1<<62))
+	}
+	e.stats.StaleBound = sumBound(up, down, unmapped, mapped)
 	e.stats.Duration = time.Since(start)
 	return nil
 }

@@ -206,7 +206,7 @@ func (e *Engine) exact(w *worker, rc *record, d time.Duration) {
 	rc.cost = d
 	w.walkTime += d
 	sample.ExactFigures(&rc.p, &w.ru)
-	rc.bound = errorBound(&w.ru)
+	rc.risk = riskOf(&w.ru)
 }
 
 // confirm returns st if rc's held statm descriptor, when there is one,
@@ -543,18 +543,6 @@ func (e *Engine) liveThread(w *worker, pid int) int {
 		}
 	}
 	return 0
-}
-
-// errorBound is RSS minus a lower estimate of the private anonymous
-// pages: the most a stale PSS figure can be off by (see the package
-// documentation).
-func errorBound(ru *proc.Rollup) uint64 {
-	priv := ru.PrivateClean + ru.PrivateDirty
-	var privAnon uint64
-	if ru.Anonymous+priv > ru.Rss {
-		privAnon = ru.Anonymous + priv - ru.Rss
-	}
-	return ru.Rss - min(privAnon, ru.Rss)
 }
 
 // name sets rc's program name, looking up its parent's executable.

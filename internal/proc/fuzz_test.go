@@ -313,7 +313,7 @@ func refMeminfo(s string) (Meminfo, error) {
 		"Buffers": &out.Buffers, "Cached": &out.Cached, "Shmem": &out.Shmem, "SwapTotal": &out.SwapTotal,
 		"SwapFree": &out.SwapFree, "Hugetlb": &out.Hugetlb, "Hugepagesize": &out.Hugepagesize,
 		"SwapCached": &out.SwapCached, "Active(file)": &out.ActiveFile, "Inactive(file)": &out.InactiveFile,
-		"SReclaimable": &out.SReclaimable, "KReclaimable": &out.KReclaimable,
+		"SReclaimable": &out.SReclaimable, "KReclaimable": &out.KReclaimable, "Mapped": &out.Mapped,
 	}
 	for _, line := range lines {
 		key, val, found := strings.Cut(line, ":")
@@ -339,6 +339,9 @@ func refMeminfo(s string) (Meminfo, error) {
 		*f = v
 		if key == "MemAvailable" {
 			out.HasMemAvailable = true
+		}
+		if key == "Mapped" {
+			out.HasMapped = true
 		}
 	}
 	if out.MemTotal == 0 {

@@ -14,6 +14,7 @@ type Meminfo struct {
 	SReclaimable   uint64 // SReclaimable: slab the kernel can reclaim
 	KReclaimable   uint64 // KReclaimable (kernel 4.20+): SReclaimable and other reclaimable kernel memory
 	Shmem          uint64 // Shmem: tmpfs, SysV shm, memfd, shared anonymous
+	Mapped         uint64 // Mapped: file and shmem pages mapped by any process, each once
 	SwapTotal      uint64 // SwapTotal
 	SwapFree       uint64 // SwapFree
 	Hugetlb        uint64 // Hugetlb (kernel 4.20+): all huge page pools
@@ -24,6 +25,8 @@ type Meminfo struct {
 	// Kernels before 3.14 (and some container runtimes' fake meminfo)
 	// lack it; see EstimateAvailable.
 	HasMemAvailable bool
+	// HasMapped is true when the Mapped line was present.
+	HasMapped bool
 }
 
 // Meminfo reads /proc/meminfo into out.
@@ -70,6 +73,9 @@ func ParseMeminfo(b []byte, out *Meminfo) error {
 			field = &out.Cached
 		case "Shmem":
 			field = &out.Shmem
+		case "Mapped":
+			field = &out.Mapped
+			out.HasMapped = true
 		case "SwapTotal":
 			field = &out.SwapTotal
 		case "SwapFree":

@@ -18,6 +18,7 @@ type FDCounter struct {
 	link   [64]byte
 	path   [32]byte
 	how    unix.OpenHow
+	socks  []uint64 // Count's scratch
 }
 
 // NewFDCounter returns a counter for the procfs tree fs, which stays
@@ -32,24 +33,37 @@ func NewFDCounter(fs *proc.FS) *FDCounter {
 // process is gone); links that cannot be read (a descriptor closed
 // meanwhile, or EACCES without CAP_SYS_PTRACE) do not count.
 func (c *FDCounter) Count(pid int, set *InodeSet) (uint32, error) {
-	p := proc.AppendInt(c.path[:0], pid)
-	p = append(p, "/fd\x00"...)
+	var err error
+	c.socks, err = c.Sockets(pid, c.socks[:0])
+	var n uint32
+	for _, ino := range c.socks {
+		if set.Has(ino) {
+			n++
+		}
+	}
+	return n, err
+}
+
+// Sockets appends to dst the inodes of pid's descriptors that are
+// sockets, of any kind and state, with the errors of Count. A socket
+// held by two descriptors is listed twice, as Count counts it twice.
+func (c *FDCounter) Sockets(pid int, dst []uint64) ([]uint64, error) {
+	p := c.appendPath(pid)
 	dfd, err := c.fs.OpenAt(c.fs.Fd(), &p[0], true, &c.how)
 	if err != nil {
-		return 0, err
+		return dst, err
 	}
 	defer syscall.Close(dfd)
-	var n uint32
 	for {
 		m, err := syscall.ReadDirent(dfd, c.dirbuf)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return dst, err
 		}
 		if m <= 0 {
-			return n, nil
+			return dst, nil
 		}
 		b := c.dirbuf[:m]
 		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
@@ -63,11 +77,32 @@ func (c *FDCounter) Count(pid int, set *InodeSet) (uint32, error) {
 			if name[0] == '.' {
 				continue
 			}
-			if ino, ok := c.socketInode(dfd, &name[0]); ok && set.Has(ino) {
-				n++
+			if ino, ok := c.socketInode(dfd, &name[0]); ok {
+				dst = append(dst, ino)
 			}
 		}
 	}
+}
+
+// Size returns the size /proc/PID/fd reports, one statx and no path
+// resolution beyond the procfs root: since Linux 6.2 the number of open
+// descriptors, which changes when the process opens or closes one (not
+// when it closes one and opens another). Before 6.2 it is 0 on procfs.
+func (c *FDCounter) Size(pid int) (uint64, error) {
+	p := c.appendPath(pid)
+	var stx unix.Statx_t
+	_, _, e := syscall.Syscall6(unix.SYS_STATX, uintptr(c.fs.Fd()), uintptr(unsafe.Pointer(&p[0])),
+		unix.AT_SYMLINK_NOFOLLOW, unix.STATX_SIZE, uintptr(unsafe.Pointer(&stx)), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return stx.Size, nil
+}
+
+// appendPath makes "PID/fd\x00" in c.path.
+func (c *FDCounter) appendPath(pid int) []byte {
+	p := proc.AppendInt(c.path[:0], pid)
+	return append(p, "/fd\x00"...)
 }
 
 // socketInode reads the link name (NUL-terminated, relative to dfd) and

@@ -59,6 +59,16 @@ func (s *InodeSet) Has(inode uint64) bool {
 	return ok
 }
 
+// Range calls f for every inode of the set, in no order, until f returns
+// false. f must not change the set.
+func (s *InodeSet) Range(f func(inode uint64) bool) {
+	for ino := range s.m {
+		if !f(ino) {
+			return
+		}
+	}
+}
+
 // Len returns the number of inodes in the set.
 func (s *InodeSet) Len() int { return len(s.m) }
 
@@ -71,6 +81,13 @@ const (
 	// struct inet_diag_req_v2: family, protocol, ext, pad (u8 each),
 	// states (u32), struct inet_diag_sockid (48 bytes).
 	sizeofReq = 8 + 48
+	// struct inet_diag_req, the request of TCPDIAG_GETSOCK: family,
+	// src_len, dst_len, ext (u8 each), struct inet_diag_sockid, states
+	// and dbs (u32 each).
+	sizeofReqCompat = 4 + 48 + 8
+	offCompatStates = 4 + 48
+	// tcpdiagGetsock is TCPDIAG_GETSOCK (include/uapi/linux/inet_diag.h).
+	tcpdiagGetsock = 18
 	// struct inet_diag_msg: family, state, timer, retrans (u8 each),
 	// id (48 bytes), expires, rqueue, wqueue, uid, inode (u32 each).
 	offMsgState = 1
@@ -83,8 +100,11 @@ const (
 type Dumper struct {
 	fd  int
 	seq uint32
-	req [sizeofNlmsghdr + sizeofReq]byte
+	req [sizeofNlmsghdr + max(sizeofReq, sizeofReqCompat)]byte
 	buf []byte
+	// perFamily is set once the one-request dump of both families was
+	// refused.
+	perFamily bool
 }
 
 // Open opens a NETLINK_SOCK_DIAG socket.
@@ -115,7 +135,22 @@ func (d *Dumper) Close() error {
 // Established adds the inode of every ESTABLISHED TCP socket, IPv4 and
 // IPv6, to set (which it does not reset). Sockets without an inode
 // (orphans whose descriptor is closed) are left out.
+//
+// The kernel answers a dump by walking its whole established-socket
+// hash table (262,144 buckets on a 24 GiB machine), empty or not, once
+// per request: about 2.5 ms of system time, more than the sockets
+// themselves cost on most hosts. So it asks once for both families,
+// with the TCPDIAG_GETSOCK request that inet_diag keeps for
+// compatibility (it dumps every family in one walk), and falls back to
+// one SOCK_DIAG_BY_FAMILY request per family when that is refused.
 func (d *Dumper) Established(set *InodeSet) error {
+	if !d.perFamily {
+		err := d.dump(0, set)
+		if err == nil {
+			return nil
+		}
+		d.perFamily = true
+	}
 	for _, family := range [...]uint8{unix.AF_INET, unix.AF_INET6} {
 		if err := d.dump(family, set); err != nil {
 			return err
@@ -127,19 +162,31 @@ func (d *Dumper) Established(set *InodeSet) error {
 // ErrTruncated means a netlink message did not fit the receive buffer.
 var ErrTruncated = errors.New("sock_diag: message truncated")
 
+// dump sends one dump request, for one family, or with family 0 the
+// TCPDIAG_GETSOCK request for all, and reads its answer into set.
 func (d *Dumper) dump(family uint8, set *InodeSet) error {
 	d.seq++
-	r := d.req[:]
-	clear(r)
 	ne := binary.NativeEndian
+	typ := uint16(unix.SOCK_DIAG_BY_FAMILY)
+	r := d.req[:sizeofNlmsghdr+sizeofReq]
+	if family == 0 {
+		typ = tcpdiagGetsock
+		r = d.req[:sizeofNlmsghdr+sizeofReqCompat]
+	}
+	clear(r)
 	ne.PutUint32(r[0:], uint32(len(r)))
-	ne.PutUint16(r[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(r[4:], typ)
 	ne.PutUint16(r[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	ne.PutUint32(r[8:], d.seq)
 	q := r[sizeofNlmsghdr:]
-	q[0] = family
-	q[1] = unix.IPPROTO_TCP
-	ne.PutUint32(q[4:], 1<<tcpEstablished)
+	if family == 0 {
+		q[0] = unix.AF_INET // ignored: the kernel dumps every family
+		ne.PutUint32(q[offCompatStates:], 1<<tcpEstablished)
+	} else {
+		q[0] = family
+		q[1] = unix.IPPROTO_TCP
+		ne.PutUint32(q[4:], 1<<tcpEstablished)
+	}
 	if err := writeAll(d.fd, r); err != nil {
 		return fmt.Errorf("sock_diag request: %w", err)
 	}
@@ -154,7 +201,7 @@ func (d *Dumper) dump(family uint8, set *InodeSet) error {
 		b := d.buf[:n]
 		for len(b) >= sizeofNlmsghdr {
 			l := int(ne.Uint32(b[0:]))
-			typ := ne.Uint16(b[4:])
+			mtyp := ne.Uint16(b[4:])
 			seq := ne.Uint32(b[8:])
 			if l < sizeofNlmsghdr || l > len(b) {
 				return fmt.Errorf("sock_diag: bad message length %d", l)
@@ -166,7 +213,7 @@ func (d *Dumper) dump(family uint8, set *InodeSet) error {
 			if seq != d.seq {
 				continue // a late answer to an earlier request
 			}
-			switch typ {
+			switch mtyp {
 			case unix.NLMSG_DONE:
 				return nil
 			case unix.NLMSG_ERROR:
@@ -176,7 +223,7 @@ func (d *Dumper) dump(family uint8, set *InodeSet) error {
 					}
 				}
 				return nil
-			case unix.SOCK_DIAG_BY_FAMILY:
+			case typ:
 				if len(payload) < sizeofMsg {
 					return fmt.Errorf("sock_diag: short message (%d bytes)", len(payload))
 				}
