@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"sync"
 	"io"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
 var serveUsage = usage("serve")
@@ -72,6 +75,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	// Snapshots served to memwho carry what any grouping needs.
+	opt.FullDetail = lp.Snapshot != ""
 	procFS, err := privilege.EnterScan("serve", f.procDir, f.conns && !f.fast, stderr)
 	if err != nil {
 		return err
@@ -98,10 +103,31 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The first walk reads every process in full; start it now so that
-	// the first scrape finds a snapshot.
-	go a.Refresh(ctx, 0)
-	return agent.Serve(ctx, servers)
+	snapLn, err := lp.ListenSnapshot(stderr)
+	if err != nil {
+		for _, s := range servers {
+			s.Close() // removes socket files
+		}
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if snapLn != nil {
+		wg.Go(func() {
+			srv := snapserve.Server{Latest: a.Latest, Logf: func(format string, args ...any) {
+				fmt.Fprintf(stderr, "memwho: "+format+"\n", args...)
+			}}
+			srv.Serve(ctx, snapLn)
+		})
+	}
+	// Walks run on the agent's own clock, the first at once (every
+	// process read in full), so that the first scrape finds a snapshot.
+	wg.Go(func() { a.Run(ctx) })
+	err = agent.Serve(ctx, servers)
+	cancel()
+	wg.Wait()
+	return err
 }
 
 // options validates the flags into agent options.

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/cli"
 )
@@ -98,6 +100,40 @@ func TestAgentEndToEnd(t *testing.T) {
 	if out, _, code := runBin("help"); code != 0 || !strings.Contains(out, "serve") {
 		t.Errorf("memwho help: exit %d\n%s", code, out)
 	}
+	// The real agent serves its snapshot beside its metrics socket;
+	// memwho answers from it, and walks itself with --fresh.
+	run := t.TempDir()
+	serve := exec.Command(memwho, "serve", "--socket", filepath.Join(run, "m.sock"), "--conns=false", "--min-interval", "1s")
+	var serveErr bytes.Buffer
+	serve.Stderr = &serveErr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		serve.Process.Signal(os.Interrupt)
+		serve.Wait()
+		if _, err := os.Stat(filepath.Join(run, "snapshot.sock")); err == nil {
+			t.Errorf("the snapshot socket is left behind after the agent stopped")
+		}
+	}()
+	sock := filepath.Join(run, "snapshot.sock")
+	var out, errOut string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, errOut, _ = runBin("--agent-socket", sock, "--by", "pid", "--csv")
+		if strings.Contains(errOut, "figures from memwho-agent") {
+			break
+		}
+	}
+	if !strings.Contains(errOut, "figures from memwho-agent") || !strings.Contains(out, fmt.Sprintf("memwho-agent [%d]", serve.Process.Pid)) {
+		t.Errorf("memwho did not answer from the running agent:\n%s%s\nagent: %s", out, errOut, serveErr.String())
+	}
+	if out, errOut, code := runBin("--agent-socket", sock, "--by", "unit"); code != 0 || !strings.Contains(errOut, "figures from memwho-agent") {
+		t.Errorf("--by unit from the agent: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, _ := runBin("--agent-socket", sock, "--fresh", "-t"); strings.Contains(errOut, "memwho-agent") {
+		t.Errorf("--fresh used the agent: %s", errOut)
+	}
+
 	if err := os.Remove(filepath.Join(dir, agentBinary)); err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Color:     report.UseColor(stdout),
 		System:    f.system,
 		Host:      &host,
-		Conns:     snap.ConnsOK,
+		Conns:     snap.ConnsOK && f.conns,
 	}); err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ type Server struct {
 	tls bool
 }
 
+// Close closes the listener without serving (a unix socket's file is
+// removed): for a command whose start failed after Listen.
+func (s *Server) Close() error { return s.ln.Close() }
+
 func (s *Server) serve() error {
 	if s.tls {
 		// The certificate comes from TLSConfig.GetCertificate.
