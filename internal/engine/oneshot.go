@@ -154,12 +154,13 @@ func (e *Engine) nameOnce(procs []sample.Process, j int) {
 // countHint returns a first capacity for the listing of /proc: on a real
 // procfs the root directory's link count is the number of processes on
 // the host (plus a few), which sizes the PID slice once instead of by
-// doubling. A tree that is not procfs, or an absurd count, gives a
-// small default.
+// doubling. In a PID namespace the host's count overstates the listing;
+// the pages never written are never resident, and the cap bounds what
+// is reserved. A tree that is not procfs gives its subdirectories.
 func (e *Engine) countHint() int {
 	var st unix.Stat_t
-	if unix.Fstat(e.fs.Fd(), &st) == nil && st.Nlink > 0 && st.Nlink <= 1<<22 {
-		return int(st.Nlink)
+	if unix.Fstat(e.fs.Fd(), &st) != nil || st.Nlink == 0 {
+		return 256
 	}
-	return 256
+	return int(min(st.Nlink, 1<<16))
 }
