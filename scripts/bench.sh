@@ -221,7 +221,10 @@ for n in $SIZES; do
 		seen=$("$MEMWHO" --json 2>/dev/null | jq '[.groups[] | select(.key == "memwho-load") | .count] | add // 0')
 		((seen > n)) || log "warning: memwho counted $seen memwho-load processes, expected $((n + 1))"
 	fi
-	total=$(ls -d /proc/[0-9]* | wc -l)
+	# A glob, not ls: a process that exits between the expansion and
+	# ls's stat would fail the script (set -e, pipefail).
+	procs=(/proc/[0-9]*)
+	total=${#procs[@]}
 	log "timing with $total processes on the host"
 	measure
 	rss_full=$(peak_rss_mib "$MEMWHO")
