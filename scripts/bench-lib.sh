@@ -28,6 +28,9 @@ stop() {
 start_load() {
 	local bin=$1 n=$2
 	shift 2
+	# The last load's "ready" must not pass for this one's: the
+	# redirection below truncates only once the child runs.
+	rm -f "$TMP/load.out" "$TMP/load.err"
 	"$bin" -n "$n" "$@" >"$TMP/load.out" 2>"$TMP/load.err" &
 	LOAD_PID=$!
 	until grep -q '^ready' "$TMP/load.out" 2>/dev/null; do

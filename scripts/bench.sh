@@ -18,6 +18,13 @@
 #                           scan uses 2 x GOMAXPROCS, i.e. the same)
 #   OUT=dir                 where to build the binaries (default: a temp dir)
 #   NO_HYPERFINE=1          time with the bash loop even if hyperfine exists
+#   MEMWHO_BIN=path         measure this memwho binary instead of building
+#                           ./cmd/memwho (a report-only build, say)
+#   BASELINE_BIN=path       also measure this memwho (older code) in the
+#                           same interleaved rounds: rows marked "baseline"
+#
+# The last column is the RAM memwho's own report gives itself (--by pid
+# --json, PSS in MiB, read while it scans): what a user sees it cost.
 #
 # Timing uses hyperfine (apt-get install -y hyperfine) when it and jq are
 # installed, else a bash loop; either way the commands alternate, round by
@@ -54,10 +61,17 @@ trap 'exit 130' INT TERM HUP
 [[ $(id -u) -eq 0 ]] || log "warning: not root: memwho will report estimates"
 
 log "building into $OUT"
-CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho" ./cmd/memwho
+if [[ -n ${MEMWHO_BIN:-} ]]; then
+	MEMWHO=$(realpath "$MEMWHO_BIN")
+else
+	CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho" ./cmd/memwho
+	MEMWHO=$OUT/memwho
+fi
+BASELINE=
+[[ -z ${BASELINE_BIN:-} ]] || BASELINE=$(realpath "$BASELINE_BIN")
 CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho-floor" ./cmd/memwho-floor
 CGO_ENABLED=0 go build -o "$OUT/memwho-load" ./cmd/memwho-load
-MEMWHO=$OUT/memwho FLOOR=$OUT/memwho-floor
+FLOOR=$OUT/memwho-floor
 
 TIME=
 if [[ -x /usr/bin/time ]]; then
@@ -103,6 +117,13 @@ COMMANDS=(
 	"startup=$MEMWHO --version"
 	"floor_startup=$FLOOR -root $TMP/empty"
 )
+if [[ -n $BASELINE ]]; then
+	COMMANDS+=(
+		"baseline=$BASELINE"
+		"baseline_fast=$BASELINE --fast"
+		"baseline_startup=$BASELINE --version"
+	)
+fi
 mkdir -p "$TMP/empty"
 
 # measure: ROUNDS rounds of RUNS alternating runs of every command. Wall
@@ -153,11 +174,22 @@ peak_rss_mib() {
 	awk -v k="$max" 'BEGIN { printf "%.1f", k / 1024 }'
 }
 
-# row MODE NAME FLOOR RSS FLOOR_RSS: one table row from the means.
+# self_mib BINARY [ARGS...]: the RAM (PSS, MiB) the binary's report gives
+# its own process, by pid.
+self_mib() {
+	command -v jq >/dev/null || { echo n/a; return; }
+	local name
+	name=$(basename "$1")
+	"$@" --by pid --json 2>/dev/null |
+		jq -r --arg n "$name" '[.groups[] | select(.key | startswith($n + " [")) | .ram_bytes] | first // empty | . / 1048576 | . * 10 | round / 10' ||
+		echo n/a
+}
+
+# row MODE NAME FLOOR RSS FLOOR_RSS [SELF]: one table row from the means.
 row() {
 	local m f cm cf
 	m=$(mean "t_$2") f=$(mean "t_$3") cm=$(mean "c_$2") cf=$(mean "c_$3")
-	ROWS+=("| $total | $1 | $3 | $m | $f | $(ratio "$m" "$f") | $cm | $cf | $(ratio "$cm" "$cf") | $4 | $5 |")
+	ROWS+=("| $total | $1 | $3 | $m | $f | $(ratio "$m" "$f") | $cm | $cf | $(ratio "$cm" "$cf") | $4 | $5 | ${6:-} |")
 }
 
 ROWS=()
@@ -168,7 +200,10 @@ for n in $SIZES; do
 		seen=$("$MEMWHO" --json 2>/dev/null | jq '[.groups[] | select(.key == "memwho-load") | .count] | add // 0')
 		((seen > n)) || log "warning: memwho counted $seen memwho-load processes, expected $((n + 1))"
 	fi
-	total=$(ls -d /proc/[0-9]* | wc -l)
+	# A glob, not ls: a process that exits between the expansion and
+	# ls's stat would fail the script (set -e, pipefail).
+	procs=(/proc/[0-9]*)
+	total=${#procs[@]}
 	log "timing with $total processes on the host"
 	measure
 	rss_full=$(peak_rss_mib "$MEMWHO")
@@ -176,15 +211,26 @@ for n in $SIZES; do
 	rss_floor=$(peak_rss_mib $FLOOR -parallel "$WORKERS")
 	rss_names=$(peak_rss_mib $FLOOR -names -parallel "$WORKERS")
 	rss_status=$(peak_rss_mib $FLOOR -status -parallel "$WORKERS")
-	row full memwho floor "$rss_full" "$rss_floor"
-	row full memwho floor_names "$rss_full" "$rss_names"
-	row --fast memwho_fast floor_status "$rss_fast" "$rss_status"
+	self_full=$(self_mib "$MEMWHO")
+	self_fast=$(self_mib "$MEMWHO" --fast)
+	row full memwho floor "$rss_full" "$rss_floor" "$self_full"
+	row full memwho floor_names "$rss_full" "$rss_names" "$self_full"
+	row --fast memwho_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
 	row "--version" startup floor_startup "" ""
+	if [[ -n $BASELINE ]]; then
+		rss_full=$(peak_rss_mib "$BASELINE")
+		rss_fast=$(peak_rss_mib "$BASELINE" --fast)
+		self_full=$(self_mib "$BASELINE")
+		self_fast=$(self_mib "$BASELINE" --fast)
+		row "full, baseline" baseline floor_names "$rss_full" "$rss_names" "$self_full"
+		row "--fast, baseline" baseline_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
+		row "--version, baseline" baseline_startup floor_startup "" ""
+	fi
 	stop_load
 done
 
 echo "memwho vs floor, mean over $ROUNDS rounds x $RUNS alternating runs ($(nproc) CPUs, $(uname -r), load: $PRIVATE private + $FILE_SHARED shared file per process; every floor runs $WORKERS goroutines, as memwho does)"
 echo
-echo "| processes | memwho | floor | memwho ms | floor ms | wall ratio | memwho CPU ms | floor CPU ms | CPU ratio | memwho peak RSS MiB | floor peak RSS MiB |"
-echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| processes | memwho | floor | memwho ms | floor ms | wall ratio | memwho CPU ms | floor CPU ms | CPU ratio | memwho peak RSS MiB | floor peak RSS MiB | memwho's RAM in its own report MiB |"
+echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"

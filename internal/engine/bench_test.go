@@ -13,7 +13,9 @@ import (
 // BenchmarkTick measures ticks over testload children that do not change
 // (MEMWHO_BENCH_PROCS of them, default 1000): the steady cost of the
 // agent between forced walks, with and without TCP counting, against a
-// full walk (ForceFull) and a report's scan.
+// full walk (ForceFull) and a report's scan (report-once: a fresh
+// sampler's one scan, as a report makes it; report-scan: a sampler's
+// later scans).
 func BenchmarkTick(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("MEMWHO_BENCH_PROCS")); err == nil && v > 0 {
@@ -48,6 +50,21 @@ func BenchmarkTick(b *testing.B) {
 			}
 		})
 	}
+	// A report makes one sampler and scans once, in a process whose
+	// garbage collector never runs: B/op here is what stays resident.
+	b.Run("report-once", func(b *testing.B) {
+		fs := fstest.Open(b, "/proc")
+		b.ReportAllocs()
+		for b.Loop() {
+			sc, err := New(Options{FS: fs, PIDs: g.PIDs, OneShot: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var snap sample.Snapshot
+			sc.Scan(&snap)
+			sc.Close()
+		}
+	})
 	b.Run("report-scan", func(b *testing.B) {
 		sc, err := New(Options{FS: fstest.Open(b, "/proc"), PIDs: g.PIDs, OneShot: true})
 		if err != nil {

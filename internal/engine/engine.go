@@ -121,10 +121,10 @@ type Options struct {
 	WalkBudget float64
 	// OneShot makes every Scan a full walk that keeps nothing between
 	// scans: each process is read once, as cheaply as PID-reuse safety
-	// allows (see read.go), with no statm check, no descriptor held and
-	// no record kept. It is the policy of a report. FullEvery,
-	// WalkBudget and MaxHeld do not apply, and Details and Stats describe
-	// the last Scan alone.
+	// allows (see read.go), straight into the snapshot, with no statm
+	// check, no descriptor held and no record kept (oneshot.go). It is
+	// the policy of a report. FullEvery, WalkBudget and MaxHeld do not
+	// apply, Stats describes the last Scan alone, and Details is empty.
 	OneShot bool
 	// Fast never reads smaps_rollup: figures are RSS-based estimates from
 	// status, as with the report's --fast.
@@ -262,6 +262,11 @@ type Engine struct {
 	meminfo proc.Meminfo
 
 	conns *connCounter
+
+	// A OneShot scan's (oneshot.go): each listed process's state, and
+	// the workers with their one record each.
+	states []state
+	once   []*oneWorker
 }
 
 // state is what a record's process came to at its last read.
@@ -436,18 +441,14 @@ func (e *Engine) Stats() Stats { return e.stats }
 
 // Details returns, for each process of the snapshot the last Scan filled
 // (same order, same length as its Procs), what the engine knows beyond the
-// figures. The slice is reused by the next Scan.
+// figures. The slice is reused by the next Scan. A OneShot sampler keeps
+// none.
 func (e *Engine) Details() []Detail { return e.details }
 
 // Scan runs one tick and fills snap, reusing snap.Procs, sorted by PID.
 // An incremental sampler always fills StartTime and PPID.
 func (e *Engine) Scan(snap *sample.Snapshot) error {
 	start := time.Now()
-	if e.opt.OneShot {
-		// Forget the last scan: every process is new.
-		clear(e.byPID)
-		e.recs, e.free = e.recs[:0], e.free[:0]
-	}
 	e.tick++
 	tick := e.tick
 	full := e.forceFull
@@ -456,6 +457,9 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	snap.Time = start
 	snap.Procs = snap.Procs[:0]
 	snap.Gone, snap.Denied, snap.Kernel, snap.Broken, snap.Malformed = 0, 0, 0, 0, 0
+	if e.opt.OneShot {
+		return e.scanOnce(snap, start)
+	}
 
 	// List, and find or make each PID's record.
 	if len(e.opt.PIDs) > 0 {
@@ -472,13 +476,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	if !slices.IsSorted(e.pids) {
 		slices.Sort(e.pids)
 	}
-	// Size everything once for the listing rather than growing it by
-	// doubling: a report's one scan pays for every growth.
 	n := len(e.pids)
-	if e.opt.OneShot && len(e.byPID) == 0 && len(e.recs) == 0 && cap(e.recs) < n {
-		e.byPID = make(map[int]int32, n+n/8)
-		e.recs = make([]record, 0, n+n/8)
-	}
 	e.work = slices.Grow(e.work[:0], n)
 	snap.Procs = slices.Grow(snap.Procs, n)
 	e.details = slices.Grow(e.details[:0], n)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -66,20 +67,29 @@ func IsTerminal(w io.Writer) bool {
 // that passed -p and -u, groups the rows; nil groups means every one of
 // procs is shown.
 func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
-	shown := make(map[int]bool)
-	for i := range groups {
-		for _, pid := range groups[i].PIDs {
-			shown[pid] = true
-		}
-	}
+	// The PIDs shown, sorted: a slice sized once rather than a map (a
+	// report's memory is everything it ever allocated).
+	var shown []int
 	if groups == nil {
+		shown = make([]int, len(procs))
 		for i := range procs {
-			shown[procs[i].PID] = true
+			shown[i] = procs[i].PID
+		}
+	} else {
+		n := 0
+		for i := range groups {
+			n += len(groups[i].PIDs)
+		}
+		shown = make([]int, 0, n)
+		for i := range groups {
+			shown = append(shown, groups[i].PIDs...)
 		}
 	}
+	slices.Sort(shown)
+	shown = slices.Compact(shown)
 	var denied, malformed int
 	for i := range procs {
-		if !shown[procs[i].PID] {
+		if _, ok := slices.BinarySearch(shown, procs[i].PID); !ok {
 			continue
 		}
 		switch procs[i].Cause {

@@ -139,9 +139,16 @@ func Key(p *Process, by By, names *Namer) string {
 }
 
 // GroupProcs sums procs into groups by key, in no particular order.
+//
+// Every group's PIDs share one backing array, sized once: a report
+// allocates it once and the live view and the agent once per tick,
+// where appending to each group's own slice grew each by doubling.
 func GroupProcs(procs []Process, by By, names *Namer) []Group {
 	idx := make(map[string]int)
 	var groups []Group
+	// of[i] is the group of procs[i], so that keys (which allocate for
+	// --by pid) are made once.
+	of := make([]int32, len(procs))
 	for i := range procs {
 		p := &procs[i]
 		k := Key(p, by, names)
@@ -151,18 +158,31 @@ func GroupProcs(procs []Process, by By, names *Namer) []Group {
 			idx[k] = j
 			groups = append(groups, Group{Key: k})
 		}
-		g := &groups[j]
-		g.add(p)
+		of[i] = int32(j)
+		groups[j].add(p)
+	}
+	pids := make([]int, len(procs))
+	off := 0
+	for i := range groups {
+		g := &groups[i]
+		g.PIDs = pids[off : off : off+g.Count]
+		off += g.Count
+	}
+	for i := range procs {
+		g := &groups[of[i]]
+		g.PIDs = append(g.PIDs, procs[i].PID)
 	}
 	for i := range groups {
-		slices.Sort(groups[i].PIDs)
+		if pids := groups[i].PIDs; !slices.IsSorted(pids) {
+			slices.Sort(pids)
+		}
 	}
 	return groups
 }
 
+// add adds p's figures to g (not its PID).
 func (g *Group) add(p *Process) {
 	g.Count++
-	g.PIDs = append(g.PIDs, p.PID)
 	g.RAM = addSat(g.RAM, p.RAM)
 	g.Private = addSat(g.Private, p.Private)
 	g.Shared = addSat(g.Shared, p.Shared)
@@ -179,11 +199,10 @@ func (g *Group) add(p *Process) {
 // SumProcs sums procs into one group keyed "total" (without PIDs): the
 // host's ledger of --system, whatever groups a report shows.
 func SumProcs(procs []Process) Group {
-	var g Group
+	g := Group{Key: "total"}
 	for i := range procs {
 		g.add(&procs[i])
 	}
-	g.Key, g.PIDs = "total", nil
 	return g
 }
 
