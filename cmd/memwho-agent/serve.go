@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sync"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/memwho/memwho/internal/agent"
