@@ -22,9 +22,13 @@ type agentFlags struct {
 	maxAge time.Duration
 }
 
+// defaultAgentSocket is --agent-socket's default. The tests clear it:
+// an agent running on the test machine must not answer for /proc.
+var defaultAgentSocket = snapshot.DefaultSocket
+
 func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.fresh, "fresh", false, "")
-	fs.StringVar(&f.socket, "agent-socket", snapshot.DefaultSocket, "")
+	fs.StringVar(&f.socket, "agent-socket", defaultAgentSocket, "")
 	f.maxAge = snapshot.DefaultMaxAge
 	fs.Var((*cli.Seconds)(&f.maxAge), "max-age", "")
 }

@@ -15,6 +15,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar")
 
 func TestMain(m *testing.M) {
+	// Tests walk /proc unless they name an agent socket themselves.
+	defaultAgentSocket = ""
 	testscript.Main(m, map[string]func(){
 		"memwho": func() {
 			os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
