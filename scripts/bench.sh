@@ -4,7 +4,9 @@
 # -names also comm and the exe link, which naming programs needs; with
 # -status every status, the floor of --fast) while memwho-load keeps N
 # processes alive. A last row per size times memwho --version against the
-# floor listing an empty directory: the fixed cost of starting each binary.
+# floor reading one /proc file (memwho-floor -startup): the fixed cost of
+# starting each binary. A last measurement starts the agent (memwho-agent
+# serve, its defaults) and times memwho answering from its snapshot socket.
 # Not for CI: it starts thousands of processes and takes minutes. Run it as
 # root, or memwho falls back to estimates and compares with nothing useful.
 #
@@ -64,7 +66,7 @@ log "building into $OUT"
 if [[ -n ${MEMWHO_BIN:-} ]]; then
 	MEMWHO=$(realpath "$MEMWHO_BIN")
 else
-	CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho" ./cmd/memwho
+	CGO_ENABLED=0 go build -trimpath -o "$OUT/" ./cmd/memwho ./cmd/memwho-agent
 	MEMWHO=$OUT/memwho
 fi
 BASELINE=
@@ -108,14 +110,15 @@ times_ms() {
 # The commands compared, as name=command line. The floors run with as many
 # goroutines as memwho's scan (GOMAXPROCS): what they measure is the kernel's
 # share of the same work.
+# --fresh: memwho walks /proc even if an agent answers on this host.
 COMMANDS=(
-	"memwho=$MEMWHO"
+	"memwho=$MEMWHO --fresh"
 	"floor=$FLOOR -parallel $WORKERS"
 	"floor_names=$FLOOR -names -parallel $WORKERS"
-	"memwho_fast=$MEMWHO --fast"
+	"memwho_fast=$MEMWHO --fresh --fast"
 	"floor_status=$FLOOR -status -parallel $WORKERS"
 	"startup=$MEMWHO --version"
-	"floor_startup=$FLOOR -root $TMP/empty"
+	"floor_startup=$FLOOR -startup"
 )
 if [[ -n $BASELINE ]]; then
 	COMMANDS+=(
@@ -124,7 +127,6 @@ if [[ -n $BASELINE ]]; then
 		"baseline_startup=$BASELINE --version"
 	)
 fi
-mkdir -p "$TMP/empty"
 
 # measure: ROUNDS rounds of RUNS alternating runs of every command. Wall
 # times go to $TMP/t_NAME, one per run, and CPU (user + system, ms) to
@@ -192,6 +194,29 @@ row() {
 	ROWS+=("| $total | $1 | $3 | $m | $f | $(ratio "$m" "$f") | $cm | $cf | $(ratio "$cm" "$cf") | $4 | $5 | ${6:-} |")
 }
 
+# agent_row starts memwho-agent serve (its defaults; sockets in $TMP/run)
+# beside the load, waits for its first snapshot, and times memwho answering
+# from it against the start-up floor.
+agent_row() {
+	local agent
+	agent=$(dirname "$MEMWHO")/memwho-agent
+	[[ -x $agent ]] || { log "no memwho-agent beside $MEMWHO: no agent row"; return; }
+	mkdir -p "$TMP/run"
+	"$agent" serve --socket "$TMP/run/m.sock" 2>"$TMP/agent.err" &
+	local apid=$! sock=$TMP/run/snapshot.sock
+	for _ in $(seq 600); do
+		"$MEMWHO" --agent-socket "$sock" -t 2>&1 >/dev/null | grep -q "figures from memwho-agent" && break
+		sleep 0.1
+	done
+	log "  answers from the agent's snapshot"
+	local saved=("${COMMANDS[@]}")
+	COMMANDS=("from_agent=$MEMWHO --agent-socket $sock --max-age 3600" "floor_startup=$FLOOR -startup")
+	measure
+	COMMANDS=("${saved[@]}")
+	row "from agent" from_agent floor_startup "$(peak_rss_mib "$MEMWHO" --agent-socket "$sock" --max-age 3600)" "$(peak_rss_mib $FLOOR -startup)"
+	stop "$apid"
+}
+
 ROWS=()
 for n in $SIZES; do
 	run_load "$n"
@@ -206,17 +231,17 @@ for n in $SIZES; do
 	total=${#procs[@]}
 	log "timing with $total processes on the host"
 	measure
-	rss_full=$(peak_rss_mib "$MEMWHO")
-	rss_fast=$(peak_rss_mib "$MEMWHO" --fast)
+	rss_full=$(peak_rss_mib "$MEMWHO" --fresh)
+	rss_fast=$(peak_rss_mib "$MEMWHO" --fresh --fast)
 	rss_floor=$(peak_rss_mib $FLOOR -parallel "$WORKERS")
 	rss_names=$(peak_rss_mib $FLOOR -names -parallel "$WORKERS")
 	rss_status=$(peak_rss_mib $FLOOR -status -parallel "$WORKERS")
-	self_full=$(self_mib "$MEMWHO")
-	self_fast=$(self_mib "$MEMWHO" --fast)
+	self_full=$(self_mib "$MEMWHO" --fresh)
+	self_fast=$(self_mib "$MEMWHO" --fresh --fast)
 	row full memwho floor "$rss_full" "$rss_floor" "$self_full"
 	row full memwho floor_names "$rss_full" "$rss_names" "$self_full"
 	row --fast memwho_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
-	row "--version" startup floor_startup "" ""
+	row "--version" startup floor_startup "$(peak_rss_mib "$MEMWHO" --version)" "$(peak_rss_mib $FLOOR -startup)"
 	if [[ -n $BASELINE ]]; then
 		rss_full=$(peak_rss_mib "$BASELINE")
 		rss_fast=$(peak_rss_mib "$BASELINE" --fast)
@@ -226,6 +251,7 @@ for n in $SIZES; do
 		row "--fast, baseline" baseline_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
 		row "--version, baseline" baseline_startup floor_startup "" ""
 	fi
+	agent_row
 	stop_load
 done
 

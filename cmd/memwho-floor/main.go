@@ -6,11 +6,15 @@
 // reader can avoid, so memwho's time over this floor is its own overhead.
 //
 //	memwho-floor [-status] [-names] [-parallel N] [-root /proc]
+//	memwho-floor -startup
 //
 // With -names it also reads each process's comm and exe link, the two
 // reads a report by program cannot do without: the floor of a default
 // report, where plain -status and smaps_rollup are the floors of reading
 // figures alone.
+//
+// With -startup it reads one file, /proc/self/stat, and exits: a minimal
+// static Go program that reads /proc, the floor of memwho's start-up.
 //
 // It prints how many files and bytes it read and how many processes were
 // gone or unreadable.
@@ -32,7 +36,21 @@ func main() {
 	status := flag.Bool("status", false, "read /proc/PID/status instead of smaps_rollup")
 	withNames := flag.Bool("names", false, "also read comm and the exe link of every process")
 	parallel := flag.Int("parallel", 1, "number of goroutines reading files")
+	startup := flag.Bool("startup", false, "read /proc/self/stat and exit (the start-up floor)")
 	flag.Parse()
+	if *startup {
+		var buf [1024]byte
+		fd, err := unix.Open("/proc/self/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			os.Exit(1)
+		}
+		n, _ := unix.Read(fd, buf[:])
+		unix.Close(fd)
+		if n <= 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	file := "smaps_rollup"
 	if *status {
 		file = "status"
