@@ -24,6 +24,7 @@ type serveFlags struct {
 	top, fullEvery             int
 	conns, fast, once          bool
 	minInterval, scrapeTimeout time.Duration
+	idleAfter                  time.Duration
 	walkBudget                 float64
 	listen                     agent.ListenFlags
 }
@@ -42,6 +43,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.conns, "conns", true, "")
 	fs.DurationVar(&f.minInterval, "min-interval", agent.DefaultMinInterval, "")
 	fs.DurationVar(&f.scrapeTimeout, "scrape-timeout", agent.DefaultScrapeTimeout, "")
+	fs.DurationVar(&f.idleAfter, "idle-after", agent.DefaultIdleAfter, "")
 	fs.IntVar(&f.fullEvery, "full-every", 20, "")
 	fs.Float64Var(&f.walkBudget, "walk-budget", engine.DefaultWalkBudget, "")
 	fs.BoolVar(&f.fast, "fast", false, "")
@@ -136,6 +138,9 @@ func (f *serveFlags) options() (agent.Options, error) {
 	if err != nil {
 		return agent.Options{}, cli.Usagef("--by: %v", err)
 	}
+	if f.idleAfter < 0 {
+		return agent.Options{}, cli.Usagef("--idle-after: must not be negative (0s never pauses)")
+	}
 	opt := agent.Options{
 		Engine: engine.Options{
 			FullEvery:  f.fullEvery,
@@ -147,7 +152,17 @@ func (f *serveFlags) options() (agent.Options, error) {
 		TopProcesses:  f.top,
 		MinInterval:   f.minInterval,
 		ScrapeTimeout: f.scrapeTimeout,
+		IdleAfter:     idleAfter(f.idleAfter),
 		Version:       buildVersion(),
 	}
 	return opt, opt.Check()
+}
+
+// idleAfter maps --idle-after to agent.Options.IdleAfter, where 0 means
+// the default and a negative value never pauses.
+func idleAfter(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
