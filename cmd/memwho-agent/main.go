@@ -13,13 +13,9 @@ package main
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
@@ -33,21 +29,16 @@ var version = ""
 // but if an admin gives it some, the same rules hold.
 func init() { privilege.MustSetup() }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // commandList is what "memwho-agent help" lists, in this order.
-var commandList = []struct{ name, summary string }{
-	{"serve", "Prometheus agent: serve per-group memory and TCP metrics"},
-	{"record", "sample memory periodically into a history database"},
-	{"leaks", "rank what grows in the recorded history (leak suspects)"},
-	{"export", "write recorded history as CSV (gzip, SFTP upload)"},
-	{"version", "print the version"},
-	{"help", "print this help"},
+var commandList = []cli.Command{
+	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics"},
+	{Name: "record", Summary: "sample memory periodically into a history database"},
+	{Name: "leaks", Summary: "rank what grows in the recorded history (leak suspects)"},
+	{Name: "export", Summary: "write recorded history as CSV (gzip, SFTP upload)"},
+	{Name: "version", Summary: "print the version"},
+	{Name: "help", Summary: "print this help"},
 }
 
 // usageTexts are the commands' --help texts, kept as text files so that
@@ -60,11 +51,7 @@ var usageTexts embed.FS
 // stands for the description of the default history database, which
 // package store owns.
 func usage(name string) string {
-	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
-	if err != nil {
-		panic(err) // a missing embedded file is a build mistake
-	}
-	return strings.ReplaceAll(string(b), "{{DefaultDBHelp}}", store.DefaultDBHelp)
+	return strings.ReplaceAll(cli.UsageText(usageTexts, name), "{{DefaultDBHelp}}", store.DefaultDBHelp)
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one
@@ -72,18 +59,9 @@ func usage(name string) string {
 // through privilege.EnterScan; leaks and export give up every capability
 // first.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	name, rest := "help", args
-	if len(args) > 0 {
-		switch a := args[0]; {
-		case a == "--version" || a == "-version":
-			name = "version"
-		case a == "--help" || a == "-help" || a == "-h":
-			name = "help"
-		case !strings.HasPrefix(a, "-"):
-			name, rest = a, args[1:]
-		default:
-			name = ""
-		}
+	name, rest := cli.SplitCommand(args, "")
+	if len(args) == 0 || name == "" && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+		name = "help"
 	}
 	var err error
 	switch name {
@@ -104,28 +82,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "memwho-agent", buildVersion())
 		case "help":
 			fmt.Fprintln(stdout, "Usage: memwho-agent COMMAND [flags]   (memwho runs it as memwho COMMAND)")
-			printCommands(stdout)
+			cli.PrintCommands(stdout, commandList)
 		case "":
 			err = cli.Usagef("a command comes first: serve, record, leaks or export")
 		default:
 			err = cli.Usagef("unknown command %q", name)
 		}
 	}
-	if err != nil {
-		// A command that failed while holding capabilities gives them
-		// up before its error is written: a write to stderr can block.
-		if derr := privilege.Drop(); derr != nil {
-			err = errors.Join(err, derr)
-		}
-	}
-	return cli.Exit(err, stderr)
-}
-
-func printCommands(w io.Writer) {
-	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range commandList {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
+	return privilege.Exit(err, stderr)
 }
 
 // buildVersion is what "memwho-agent --version" prints (cli.Version).

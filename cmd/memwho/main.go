@@ -11,13 +11,8 @@ package main
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
@@ -33,23 +28,18 @@ var version = ""
 // kernel's AT_SECURE flag.
 func init() { privilege.MustSetup() }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // commandList is what "memwho help" lists, in this order.
-var commandList = []struct{ name, summary string }{
-	{"report", "who uses RAM and swap now (the default)"},
-	{"watch", "live view of who uses RAM and swap, with growth and leak suspects"},
-	{"serve", "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)"},
-	{"record", "sample memory periodically into a history database (memwho-agent)"},
-	{"leaks", "rank what grows in the recorded history (memwho-agent)"},
-	{"export", "write recorded history as CSV, gzip, SFTP upload (memwho-agent)"},
-	{"version", "print the version"},
-	{"help", "print this help"},
+var commandList = []cli.Command{
+	{Name: "report", Summary: "who uses RAM and swap now (the default)"},
+	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects"},
+	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)"},
+	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)"},
+	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)"},
+	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)"},
+	{Name: "version", Summary: "print the version"},
+	{Name: "help", Summary: "print this help"},
 }
 
 // usageTexts are the commands' --help texts, kept as text files so that
@@ -60,11 +50,7 @@ var usageTexts embed.FS
 
 // usage returns the help text of command name.
 func usage(name string) string {
-	b, err := usageTexts.ReadFile("usage/" + name + ".txt")
-	if err != nil {
-		panic(err) // a missing embedded file is a build mistake
-	}
-	return string(b)
+	return cli.UsageText(usageTexts, name)
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one
@@ -73,15 +59,7 @@ func usage(name string) string {
 // (runAgent), with every capability given up first when the exec of
 // memwho gained them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	name, rest := "report", args
-	if len(args) > 0 {
-		switch a := args[0]; {
-		case a == "--version" || a == "-version":
-			name = "version"
-		case !strings.HasPrefix(a, "-"):
-			name, rest = a, args[1:]
-		}
-	}
+	name, rest := cli.SplitCommand(args, "report")
 	var err error
 	switch name {
 	case "report":
@@ -99,27 +77,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "memwho", buildVersion())
 		case "help":
 			fmt.Fprint(stdout, reportUsage)
-			printCommands(stdout)
+			cli.PrintCommands(stdout, commandList)
 		default:
 			err = cli.Usagef("unknown command %q", name)
 		}
 	}
-	if err != nil {
-		// A command that failed while holding capabilities (between
-		// EnterScan and its drop) gives them up before its error is
-		// written: a write to stderr can block.
-		if derr := privilege.Drop(); derr != nil {
-			err = errors.Join(err, derr)
-		}
-	}
-	return cli.Exit(err, stderr)
-}
-
-func printCommands(w io.Writer) {
-	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range commandList {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
+	return privilege.Exit(err, stderr)
 }
 
 // buildVersion is what "memwho --version" prints (cli.Version).

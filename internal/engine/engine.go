@@ -462,19 +462,8 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	}
 
 	// List, and find or make each PID's record.
-	if len(e.opt.PIDs) > 0 {
-		e.pids = append(e.pids[:0], e.opt.PIDs...)
-	} else {
-		var err error
-		e.pids, e.dirbuf, err = e.fs.PIDs(e.pids, e.dirbuf)
-		if err != nil {
-			return err
-		}
-	}
-	// A real /proc lists PIDs in ascending order; snapshots are in that
-	// order whatever the tree (Snapshot.Procs is sorted by PID).
-	if !slices.IsSorted(e.pids) {
-		slices.Sort(e.pids)
+	if err := e.listPIDs(); err != nil {
+		return err
 	}
 	n := len(e.pids)
 	e.work = slices.Grow(e.work[:0], n)
@@ -740,4 +729,26 @@ func (e *Engine) parallel(idx []int32, f func(w *worker, rc *record)) {
 		f(w, &e.recs[idx[j]])
 		w.r.Close()
 	})
+}
+
+// listPIDs sets e.pids to the processes to read: Options.PIDs, or every
+// process of the tree. A real /proc lists PIDs in ascending order;
+// snapshots are in that order whatever the tree (Snapshot.Procs is
+// sorted by PID, and a one-shot scan finds a parent by binary search),
+// and a PID named twice is one process.
+func (e *Engine) listPIDs() error {
+	if len(e.opt.PIDs) > 0 {
+		e.pids = append(e.pids[:0], e.opt.PIDs...)
+	} else {
+		var err error
+		e.pids, e.dirbuf, err = e.fs.PIDs(e.pids, e.dirbuf)
+		if err != nil {
+			return err
+		}
+	}
+	if !slices.IsSorted(e.pids) {
+		slices.Sort(e.pids)
+	}
+	e.pids = slices.Compact(e.pids)
+	return nil
 }

@@ -29,26 +29,12 @@ type oneWorker struct {
 
 // scanOnce is Scan for a OneShot sampler.
 func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
-	if len(e.opt.PIDs) > 0 {
-		e.pids = append(e.pids[:0], e.opt.PIDs...)
-	} else {
-		if e.pids == nil {
-			e.pids = make([]int, 0, e.countHint())
-		}
-		var err error
-		e.pids, e.dirbuf, err = e.fs.PIDs(e.pids, e.dirbuf)
-		if err != nil {
-			return err
-		}
+	if e.pids == nil && len(e.opt.PIDs) == 0 {
+		e.pids = make([]int, 0, e.countHint())
 	}
-	// A real /proc lists PIDs in ascending order; snapshots are in that
-	// order whatever the tree (Snapshot.Procs is sorted by PID), and the
-	// parent of a process is found by binary search below. A PID named
-	// twice is one process.
-	if !slices.IsSorted(e.pids) {
-		slices.Sort(e.pids)
+	if err := e.listPIDs(); err != nil {
+		return err
 	}
-	e.pids = slices.Compact(e.pids)
 	n := len(e.pids)
 
 	// Every process is read into its own slot of snap.Procs, its state

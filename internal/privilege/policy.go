@@ -140,3 +140,16 @@ func UnwrapPath(err error) error {
 	}
 	return err
 }
+
+// Exit ends a command: a command that failed while holding capabilities
+// (between EnterScan and its drop) gives them up before its error is
+// written, since a write to stderr can block; then cli.Exit prints the
+// error and maps it to the exit code.
+func Exit(err error, stderr io.Writer) int {
+	if err != nil {
+		if derr := Drop(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
+	return cli.Exit(err, stderr)
+}
