@@ -529,29 +529,14 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	var up, down, unmapped uint64
 	for _, i := range e.work {
 		rc := &e.recs[i]
-		switch rc.st {
-		case stGone:
-			snap.Gone++
-			e.drop(i)
+		keep, cause := tally(snap, rc.st)
+		if !keep {
+			if rc.st == stGone {
+				e.drop(i)
+			}
 			continue
-		case stKernel:
-			snap.Kernel++
-			continue
-		case stBroken:
-			snap.Broken++
-			continue
-		case stDenied:
-			snap.Denied++
-		case stMalformed:
-			snap.Malformed++
 		}
-		rc.p.Cause = sample.CauseNone
-		switch rc.st {
-		case stDenied:
-			rc.p.Cause = sample.CauseDenied
-		case stMalformed:
-			rc.p.Cause = sample.CauseMalformed
-		}
+		rc.p.Cause = cause
 		e.name(rc, tick)
 		if rc.fd < 0 && !e.opt.OneShot {
 			e.stats.Unheld++
@@ -751,4 +736,28 @@ func (e *Engine) listPIDs() error {
 	}
 	e.pids = slices.Compact(e.pids)
 	return nil
+}
+
+// tally counts a process read with state st in snap's counters, and says
+// whether it is listed and, if so, why its figures are estimates
+// (CauseNone when they are exact).
+func tally(snap *sample.Snapshot, st state) (keep bool, cause sample.Cause) {
+	switch st {
+	case stGone:
+		snap.Gone++
+		return false, sample.CauseNone
+	case stKernel:
+		snap.Kernel++
+		return false, sample.CauseNone
+	case stBroken:
+		snap.Broken++
+		return false, sample.CauseNone
+	case stDenied:
+		snap.Denied++
+		return true, sample.CauseDenied
+	case stMalformed:
+		snap.Malformed++
+		return true, sample.CauseMalformed
+	}
+	return true, sample.CauseNone
 }

@@ -69,22 +69,12 @@ func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
 	}
 	k := 0
 	for j := range procs {
-		switch e.states[j] {
-		case stGone:
-			snap.Gone++
+		keep, cause := tally(snap, e.states[j])
+		if !keep {
 			continue
-		case stKernel:
-			snap.Kernel++
-			continue
-		case stBroken:
-			snap.Broken++
-			continue
-		case stDenied:
-			snap.Denied++
-			procs[j].Cause = sample.CauseDenied
-		case stMalformed:
-			snap.Malformed++
-			procs[j].Cause = sample.CauseMalformed
+		}
+		if cause != sample.CauseNone {
+			procs[j].Cause = cause
 		}
 		procs[k] = procs[j]
 		k++
