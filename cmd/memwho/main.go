@@ -34,6 +34,8 @@ func main() { cli.Main(run) }
 var commandList = []cli.Command{
 	{Name: "report", Summary: "who uses RAM and swap now (the default)"},
 	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects"},
+	{Name: "snapshot", Summary: "write what a report needs to a file, to read later (--from) or compare (diff)"},
+	{Name: "diff", Summary: "compare two snapshot files: what grew, shrank, appeared, vanished"},
 	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)"},
 	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)"},
 	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)"},
@@ -66,6 +68,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runReport(ctx, rest, stdout, stderr)
 	case "watch":
 		err = runWatch(ctx, rest, stdout, stderr)
+	case "snapshot":
+		err = runSnapshot(ctx, rest, stdout, stderr)
+	case "diff":
+		err = runDiff(ctx, rest, stdout, stderr)
 	case "serve", "record", "leaks", "export":
 		err = runAgent(name, rest)
 	default:

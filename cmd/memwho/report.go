@@ -28,6 +28,7 @@ type reportFlags struct {
 	cpuprofile, memprofile          string
 	sandbox                         bool
 	agent                           agentFlags
+	from                            string
 }
 
 func (f *reportFlags) register(fs *flag.FlagSet) {
@@ -54,6 +55,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "")
 	f.agent.register(fs)
+	fs.StringVar(&f.from, "from", "", "")
 }
 
 // plan validates the flags into what the report shows.
@@ -127,10 +129,22 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}()
 
-	need := agentNeeds{by: plan.By, conns: f.conns, system: f.system}
-	snap, fromAgent, note, err := f.agent.fetch(f.procDir, need, stderr)
-	if err != nil {
-		return err
+	var (
+		snap      *sample.Snapshot
+		fromAgent bool
+		note      string
+	)
+	if f.from != "" {
+		// A snapshot file: nothing is walked, nothing kept.
+		if snap, err = readSnapshotFile(f.from, stderr); err != nil {
+			return err
+		}
+		fromAgent = true
+	} else {
+		need := agentNeeds{by: plan.By, conns: f.conns, system: f.system}
+		if snap, fromAgent, note, err = f.agent.fetch(f.procDir, need, stderr); err != nil {
+			return err
+		}
 	}
 	if !fromAgent {
 		var warnings []string
@@ -194,28 +208,35 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 // are returned for the caller to print after the drop (a write to stderr
 // can block).
 func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Snapshot, []string, error) {
-	procFS, err := privilege.EnterScan("report", f.procDir, f.conns, stderr)
+	return scanOnce(f.procDir, engine.Options{
+		Fast:       f.fast,
+		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
+		NeedCgroup: plan.By.NeedsCgroup(),
+		NoNames:    plan.By == sample.ByUser || plan.By.NeedsCgroup(),
+		PIDs:       plan.ScanPIDs(f.system),
+	}, f.conns, f.sandbox, stderr)
+}
+
+// scanOnce walks the procfs tree at procDir once (engine.Options.OneShot;
+// opt's FS is set here), holding the capabilities the policy grants only
+// until the walk is done; warnings found meanwhile are returned for the
+// caller to print after the drop (a write to stderr can block).
+func scanOnce(procDir string, opt engine.Options, conns, sandbox bool, stderr io.Writer) (*sample.Snapshot, []string, error) {
+	procFS, err := privilege.EnterScan("report", procDir, conns, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer procFS.Close()
 	var warnings []string
-	if f.sandbox {
+	if sandbox {
 		w, err := privilege.SandboxScan(procFS)
 		if err != nil {
 			return nil, nil, err
 		}
 		warnings = append(warnings, w)
 	}
-	sc, err := engine.New(engine.Options{
-		OneShot:    true,
-		FS:         procFS,
-		Fast:       f.fast,
-		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
-		NeedCgroup: plan.By.NeedsCgroup(),
-		NoNames:    plan.By == sample.ByUser || plan.By.NeedsCgroup(),
-		PIDs:       plan.ScanPIDs(f.system),
-	})
+	opt.OneShot, opt.FS = true, procFS
+	sc, err := engine.New(opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,7 +245,7 @@ func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Sn
 	if err := sc.Scan(snap); err != nil {
 		return nil, nil, err
 	}
-	if f.conns {
+	if conns {
 		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, snap)))
 	}
 	// The scan was the only step that needed privilege.

@@ -244,3 +244,20 @@ func GroupID(flagName, name string) (int, error) {
 	}
 	return n, nil
 }
+
+// ParseArgs is Parse for a command that takes exactly n arguments after
+// its flags (memwho diff A B): it returns them, and a usage error naming
+// what is missing or extra.
+func ParseArgs(fs *flag.FlagSet, usage string, args []string, stdout io.Writer, n int, what string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, usage)
+			return nil, ErrHelp
+		}
+		return nil, &UsageError{err.Error()}
+	}
+	if fs.NArg() != n {
+		return nil, Usagef("want %s (flags first), got %d argument(s)", what, fs.NArg())
+	}
+	return fs.Args(), nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
+	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot"
+)
+
+var (
+	snapshotUsage = usage("snapshot")
+	diffUsage     = usage("diff")
+)
+
+// runSnapshot writes what a report needs, for every process, to a
+// snapshot file (docs/snapshot.md): from the agent's latest snapshot when
+// one is there (as the report), else from a walk of /proc.
+func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := cli.NewFlagSet("memwho snapshot")
+	var (
+		out, procDir string
+		fast, conns  bool
+		agentF       agentFlags
+	)
+	fs.StringVar(&out, "o", "", "")
+	fs.StringVar(&out, "output", "", "")
+	fs.StringVar(&procDir, "proc", "/proc", "")
+	fs.BoolVar(&fast, "fast", false, "")
+	fs.BoolVar(&conns, "conns", false, "")
+	agentF.register(fs)
+	if err := cli.Parse(fs, snapshotUsage, args, stdout); err != nil {
+		return err
+	}
+	// The file is opened before the walk, with the user's rights, as a
+	// redirection of the shell would be.
+	var w io.Writer = stdout
+	if out != "" {
+		f, err := atomicfile.CreateAsUser(out)
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				f.Abort()
+			}
+		}()
+		w = f
+		defer func() {
+			if err == nil {
+				err = f.Commit()
+			}
+		}()
+	} else if report.IsTerminal(stdout) {
+		return cli.Usagef("a snapshot is binary: write it with -o FILE or redirect standard output")
+	}
+	snap, fromAgent, note, err := agentF.fetch(procDir, agentNeeds{by: sample.ByUnit, conns: conns, system: true}, stderr)
+	if err != nil {
+		return err
+	}
+	taken := time.Now()
+	if !fromAgent {
+		var warnings []string
+		// Everything any grouping needs: uid, cgroups and names.
+		snap, warnings, err = scanOnce(procDir, engine.Options{Fast: fast, NeedUID: true, NeedCgroup: true}, conns, false, stderr)
+		if err != nil {
+			return err
+		}
+		for _, w := range append(warnings, note) {
+			if w != "" {
+				fmt.Fprintln(stderr, w)
+			}
+		}
+		taken = snap.Time
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return snapshot.WriteFile(w, snap, taken)
+}
+
+// readSnapshotFile reads a snapshot file the user named, with their
+// rights and no capability (every one is given up first: nothing is
+// walked), and says on stderr when it was taken.
+func readSnapshotFile(path string, stderr io.Writer) (*sample.Snapshot, error) {
+	if err := privilege.Drop(); err != nil {
+		return nil, err
+	}
+	f, err := privilege.OpenInput(path)
+	if err != nil {
+		return nil, fmt.Errorf("--from: %w", privilege.UnwrapPath(err))
+	}
+	defer f.Close()
+	snap := new(sample.Snapshot)
+	taken, err := snapshot.ReadFile(f, snap)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(stderr, "memwho: figures from %s, taken %s\n", cli.OneLine(path), taken.Format(time.RFC3339))
+	return snap, nil
+}
+
+// runDiff compares two snapshot files group by group.
+func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("memwho diff")
+	var (
+		by, filter string
+		top        int
+		asJSON     bool
+	)
+	fs.StringVar(&by, "by", "program", "")
+	fs.StringVar(&filter, "filter", "", "")
+	fs.IntVar(&top, "top", 0, "")
+	fs.BoolVar(&asJSON, "json", false, "")
+	files, err := cli.ParseArgs(fs, diffUsage, args, stdout, 2, "two snapshot files, BEFORE and AFTER")
+	if err != nil {
+		return err
+	}
+	groupBy, err := sample.ParseBy(by)
+	if err != nil {
+		return cli.Usagef("--by: %v", err)
+	}
+	re, err := cli.CompileFilter(filter)
+	if err != nil {
+		return err
+	}
+	if top < 0 {
+		return cli.Usagef("--top: must not be negative")
+	}
+	if err := privilege.Drop(); err != nil {
+		return err
+	}
+	var sides [2]report.DiffSide
+	var groups [2][]sample.Group
+	names := &sample.Namer{Containers: container.NewNames("/")}
+	for i, path := range files {
+		f, err := privilege.OpenInput(path)
+		if err != nil {
+			return privilege.UnwrapPath(err)
+		}
+		var snap sample.Snapshot
+		taken, err := snapshot.ReadFile(f, &snap)
+		f.Close()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		sides[i] = report.DiffSide{Name: path, Taken: taken}
+		groups[i] = sample.Filter(sample.GroupProcs(snap.Procs, groupBy, names), re)
+	}
+	changes := sample.Diff(groups[0], groups[1])
+	if top > 0 && len(changes) > top {
+		changes = changes[:top]
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if asJSON {
+		return report.DiffJSON(stdout, changes, sides[0], sides[1], groupBy.String())
+	}
+	return report.DiffTable(stdout, changes, sides[0], sides[1], report.KeyHeader(groupBy))
+}

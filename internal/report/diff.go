@@ -1,0 +1,163 @@
+package report
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/memwho/memwho/internal/sample"
+)
+
+// DiffSide names one of the two snapshots a comparison is between.
+type DiffSide struct {
+	// Name is where it came from (a file name), for the table's title
+	// line and JSON.
+	Name string
+	// Taken is when its figures were read.
+	Taken time.Time
+}
+
+// DiffTable writes the changes as a table: RAM before and after, the
+// change, the change of swap, the process counts and the kind of change,
+// largest change first, then the totals. Keys go through Sanitize; a
+// figure that is an estimate on either side is marked '~'.
+func DiffTable(w io.Writer, changes []sample.Change, before, after DiffSide, keyHeader string) error {
+	if keyHeader == "" {
+		keyHeader = "Program"
+	}
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, "Before: "...)
+	buf = Sanitize(buf, before.Name)
+	buf = append(buf, ", "...)
+	buf = before.Taken.AppendFormat(buf, time.RFC3339)
+	buf = append(buf, "\nAfter:  "...)
+	buf = Sanitize(buf, after.Name)
+	buf = append(buf, ", "...)
+	buf = after.Taken.AppendFormat(buf, time.RFC3339)
+	buf = append(buf, " ("...)
+	buf = append(buf, after.Taken.Sub(before.Taken).Round(time.Second).String()...)
+	buf = append(buf, " later)\n\n"...)
+	const head = "  RAM before      RAM after        Change   Swap change    Procs  Change    "
+	buf = append(buf, head...)
+	buf = append(buf, keyHeader...)
+	buf = append(buf, '\n')
+	var tb, ta sample.Group
+	var est bool
+	for i := range changes {
+		c := &changes[i]
+		buf = diffRow(buf, c.Before, c.After, c.Kind.String(), c.Key)
+		tb, ta = addGroup(tb, c.Before), addGroup(ta, c.After)
+		est = est || c.Before.Estimated > 0 || c.After.Estimated > 0
+		if len(buf) > 32<<10 {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	for range len(head) + len(keyHeader) {
+		buf = append(buf, '-')
+	}
+	buf = append(buf, '\n')
+	buf = diffRow(buf, tb, ta, "", "total")
+	if est {
+		buf = append(buf, "~ an estimate on one side or both (RSS-based: see memwho --help)\n"...)
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+func addGroup(t, g sample.Group) sample.Group {
+	t.RAM += g.RAM
+	t.Swap += g.Swap
+	t.Count += g.Count
+	t.Estimated += g.Estimated
+	return t
+}
+
+func diffRow(buf []byte, b, a sample.Group, kind, key string) []byte {
+	mark := byte(' ')
+	if b.Estimated > 0 || a.Estimated > 0 {
+		mark = '~'
+	}
+	var num [32]byte
+	buf = padLeftBytes(buf, HumanBytes(num[:0], b.RAM), 12)
+	buf = append(buf, "   "...)
+	buf = padLeftBytes(buf, HumanBytes(num[:0], a.RAM), 12)
+	buf = append(buf, ' ', mark)
+	buf = padLeftBytes(buf, signedPlus(num[:0], int64(a.RAM)-int64(b.RAM)), 12)
+	buf = append(buf, "  "...)
+	buf = padLeftBytes(buf, signedPlus(num[:0], int64(a.Swap)-int64(b.Swap)), 12)
+	buf = append(buf, "  "...)
+	procs := strconv.AppendInt(num[:0], int64(b.Count), 10)
+	procs = append(procs, "->"...)
+	procs = strconv.AppendInt(procs, int64(a.Count), 10)
+	buf = padLeftBytes(buf, procs, 9)
+	buf = append(buf, "  "...)
+	buf = append(buf, kind...)
+	for range 10 - len(kind) {
+		buf = append(buf, ' ')
+	}
+	buf = Sanitize(buf, key)
+	return append(buf, '\n')
+}
+
+// signedPlus is appendSignedBytes with a '+' on growth.
+func signedPlus(dst []byte, v int64) []byte {
+	if v > 0 {
+		dst = append(dst, '+')
+	}
+	return appendSignedBytes(dst, v)
+}
+
+// DiffJSON writes the changes as one JSON object: the two sides, the
+// grouping, and per key the kind of change and the RAM, swap (bytes) and
+// process counts before and after.
+func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by string) error {
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, `{"by":`...)
+	buf = AppendJSONString(buf, by)
+	side := func(name string, s DiffSide) {
+		buf = append(buf, `,"`...)
+		buf = append(buf, name...)
+		buf = append(buf, `":{"source":`...)
+		buf = AppendJSONString(buf, s.Name)
+		buf = append(buf, `,"time":"`...)
+		buf = s.Taken.UTC().AppendFormat(buf, time.RFC3339Nano)
+		buf = append(buf, `"}`...)
+	}
+	side("before", before)
+	side("after", after)
+	buf = append(buf, `,"changes":[`...)
+	for i := range changes {
+		c := &changes[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"key":`...)
+		buf = AppendJSONString(buf, c.Key)
+		buf = append(buf, `,"change":"`...)
+		buf = append(buf, c.Kind.String()...)
+		buf = append(buf, '"')
+		buf = appendJSONUint(buf, "ram_before_bytes", c.Before.RAM, true)
+		buf = appendJSONUint(buf, "ram_after_bytes", c.After.RAM, true)
+		buf = append(buf, `,"ram_change_bytes":`...)
+		buf = strconv.AppendInt(buf, c.RAMDelta(), 10)
+		buf = appendJSONUint(buf, "swap_before_bytes", c.Before.Swap, true)
+		buf = appendJSONUint(buf, "swap_after_bytes", c.After.Swap, true)
+		buf = append(buf, `,"swap_change_bytes":`...)
+		buf = strconv.AppendInt(buf, c.SwapDelta(), 10)
+		buf = appendJSONInt(buf, "procs_before", c.Before.Count, true)
+		buf = appendJSONInt(buf, "procs_after", c.After.Count, true)
+		acc := "exact"
+		if c.Before.Estimated > 0 || c.After.Estimated > 0 {
+			acc = "estimate"
+		}
+		buf = append(buf, `,"accuracy":"`...)
+		buf = append(buf, acc...)
+		buf = append(buf, `"}`...)
+	}
+	buf = append(buf, "]}\n"...)
+	_, err := w.Write(buf)
+	return err
+}
