@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests use: tmux drives the live view, prometheus
 # scrapes the agent, postgresql and openssh hold history and receive
-# exports, util-linux makes swap, libcap2-bin sets file capabilities.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time)
+# exports, util-linux makes swap, libcap2-bin sets file capabilities,
+# podman (with runc) runs a real container for --by container.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
