@@ -27,6 +27,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		count                   int
 		plain, fast, conns      bool
 		agentF                  agentFlags
+		from                    string
 	)
 	interval = 2 * time.Second
 	fs.Var((*cli.Seconds)(&interval), "interval", "")
@@ -40,6 +41,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&conns, "conns", false, "")
 	fs.StringVar(&pr, "proc", "/proc", "")
 	agentF.register(fs)
+	fs.StringVar(&from, "from", "", "")
 	if err := cli.Parse(fs, watchUsage, args, stdout); err != nil {
 		return err
 	}
@@ -62,12 +64,25 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	live := watch.TUI && !plain && report.IsTerminal(stdout) && os.Getenv("TERM") != "dumb"
-	snap, fromAgent, note, err := agentF.fetch(pr, agentNeeds{by: opt.By, conns: conns}, stderr)
-	if err != nil {
+	var (
+		snap      *sample.Snapshot
+		fromAgent bool
+		note      string
+	)
+	if from != "" {
+		if snap, err = readSnapshotFile(from, stderr); err != nil {
+			return err
+		}
+	} else if snap, fromAgent, note, err = agentF.fetch(pr, agentNeeds{by: opt.By, conns: conns}, stderr); err != nil {
 		return err
 	}
 	var s watch.Sampler
-	if fromAgent {
+	if from != "" {
+		// A snapshot file: one moment, shown as it was.
+		s = &agentSampler{first: snap, file: snap}
+		opt.Source = "from " + from
+		opt.Fast = false
+	} else if fromAgent {
 		// The agent walks on its own clock; every refresh asks it for
 		// its latest snapshot, and the view shows when it was taken.
 		s = &agentSampler{socket: agentF.socket, first: snap}
@@ -117,6 +132,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type agentSampler struct {
 	socket string
 	first  *sample.Snapshot
+	// file, for --from FILE, is given again at every refresh.
+	file *sample.Snapshot
 }
 
 // Scan fills snap with the agent's latest snapshot (the one fetched at
@@ -126,6 +143,10 @@ type agentSampler struct {
 func (a *agentSampler) Scan(snap *sample.Snapshot) error {
 	if a.first != nil {
 		*snap, a.first = *a.first, nil
+		return nil
+	}
+	if a.file != nil {
+		*snap = *a.file
 		return nil
 	}
 	if _, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap); err != nil {
