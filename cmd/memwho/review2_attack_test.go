@@ -696,6 +696,59 @@ func (e *privEnv) checkReview2Attacks(t *testing.T) {
 		}
 	})
 
+	// hidepid=2 on /proc (a private mount namespace): the snapshot
+	// socket shows the group what the agent sees. An agent started as the
+	// shipped unit starts it (its own user, ambient capabilities) drops
+	// them under the hiding mount, so root's process stays hidden; an
+	// agent run as root sees, and shows, everything (docs/report.md
+	// calls the group a choice to make on such a host).
+	t.Run("review2: hidepid and the agent's snapshot socket", func(t *testing.T) {
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skip("unshare (util-linux) is missing")
+		}
+		agent := filepath.Join(filepath.Dir(e.bin), agentBinary)
+		target := strconv.Itoa(e.target)
+		gid := strconv.Itoa(e.user.GID)
+		for _, tc := range []struct {
+			name, as string
+			shows    bool
+		}{
+			{"agent as its own user with ambient capabilities (the shipped unit)",
+				"setpriv --reuid=nobody --regid=" + gid + " --clear-groups --inh-caps=+sys_ptrace,+dac_read_search --ambient-caps=+sys_ptrace,+dac_read_search --", false},
+			{"agent as root", "", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := mustMkdir(t, filepath.Join(e.dir, "hp-agent-"+strconv.FormatBool(tc.shows)))
+				if tc.as != "" {
+					os.Chown(dir, 65534, -1)
+				}
+				sock := filepath.Join(dir, "m.sock")
+				script := `mount -t proc -o hidepid=2 proc /proc || exit 99
+` + tc.as + ` ` + agent + ` serve --socket ` + sock + ` --socket-group ` + gid + ` >` + dir + `/agent.log 2>&1 &
+agent=$!
+i=0; while [ ! -S ` + dir + `/snapshot.sock ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
+sleep 1
+setpriv --reuid=` + e.user.Name + ` --regid=` + gid + ` --init-groups -- ` + e.bin + ` --agent-socket ` + dir + `/snapshot.sock --by pid --json 2>&1
+kill $agent; wait`
+				c := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+				c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NO_COLOR=1"}
+				c.Dir = e.dir
+				out, err := c.CombinedOutput()
+				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 99 {
+					t.Skipf("cannot mount a hidepid procfs here: %s", out)
+				}
+				log, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
+				logRun(t, tc.name, string(out)+"\nagent: "+string(log), 0)
+				if !strings.Contains(string(out), "figures from memwho-agent") {
+					t.Fatalf("premise: the report did not come from the agent:\n%s\nagent log:\n%s", out, log)
+				}
+				if got := strings.Contains(string(out), `"pids":[`+target+`]`); got != tc.shows {
+					t.Errorf("root's process %s shown: %v, want %v:\n%s", target, got, tc.shows, out)
+				}
+			})
+		}
+	})
+
 	e.checkReview2Containers(t, secret)
 }
 
