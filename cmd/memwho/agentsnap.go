@@ -68,6 +68,11 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 		why = err.Error()
 	case time.Since(taken) > f.maxAge:
 		why = fmt.Sprintf("its snapshot is %s old (--max-age %s)", age(time.Since(taken)), f.maxAge)
+	case time.Until(taken) > f.maxAge:
+		// Dated ahead (a clock stepped back, or a server that lies):
+		// its age is unknown, and it would pass --max-age until the
+		// clock caught up.
+		why = fmt.Sprintf("its snapshot is dated %s in the future (--max-age %s)", age(time.Until(taken)), f.maxAge)
 	case need.conns && !snap.ConnsOK:
 		why = "its snapshot has no TCP counts (--conns)"
 	case need.system && !snap.MeminfoOK:

@@ -136,6 +136,22 @@ func TestReportFromAgent(t *testing.T) {
 	}
 }
 
+// TestReportFromAgentFutureDate: a snapshot dated ahead of the clock by
+// more than --max-age (a clock stepped back, or a server that lies) has
+// no known age: it is not used (docs/safe.md, second review).
+func TestReportFromAgentFutureDate(t *testing.T) {
+	ahead, _ := startAgent(t, agentSnapshot(time.Now().Add(time.Hour)))
+	out, errOut, code := runArgs("--agent-socket", ahead, "--by", "pid", "--csv")
+	if code != cli.ExitOK || strings.Contains(out, "from-agent") || !strings.Contains(errOut, "not using memwho-agent: its snapshot is dated 1h0m0s in the future") {
+		t.Errorf("snapshot an hour ahead: exit %d\n%s%s", code, out, errOut)
+	}
+	// A little ahead (within --max-age) is the same clock read twice.
+	near, _ := startAgent(t, agentSnapshot(time.Now().Add(time.Second)))
+	if out, errOut, _ := runArgs("--agent-socket", near, "--by", "pid", "--csv"); !strings.Contains(out, "from-agent") {
+		t.Errorf("snapshot a second ahead not used:\n%s%s", out, errOut)
+	}
+}
+
 // TestWatchFromAgent: the plain watch shows the agent's snapshot and says
 // where it comes from.
 func TestWatchFromAgent(t *testing.T) {

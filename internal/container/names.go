@@ -168,35 +168,41 @@ func (n *Names) resolve(ref Ref) string {
 			return k
 		}
 	}
-	base := n.root
+	// home is "" for the system's state. A rootless runtime's state is
+	// read beneath its owner's home, every component under it
+	// (.local/share/...) without following a symlink: the owner could
+	// point it at another user's state, or the system's, which a reader
+	// with more rights (root) would then show as theirs. The system's
+	// directories (var/lib/docker may be root's symlink) are opened as
+	// they are.
+	home := ""
 	if ref.Rootless() {
-		home := n.home(ref.Owner)
-		if home == "" {
+		if home = n.home(ref.Owner); home == "" {
 			return ""
 		}
-		base = filepath.Join(home, ".local/share")
 	}
 	switch ref.Runtime {
 	case Docker:
-		return n.docker(base, ref)
+		return n.docker(home, ref)
 	case Podman:
-		return n.podmanName(base, ref)
+		return n.podmanName(home, ref)
 	case Unknown:
-		if k := n.docker(base, ref); k != "" {
+		if k := n.docker(home, ref); k != "" {
 			return k
 		}
-		return n.podmanName(base, ref)
+		return n.podmanName(home, ref)
 	}
 	return ""
 }
 
-// docker reads the container's config.v2.json.
-func (n *Names) docker(base string, ref Ref) string {
-	dir := filepath.Join(base, "var/lib/docker/containers")
-	if ref.Rootless() {
-		dir = filepath.Join(base, "docker/containers")
+// docker reads the container's config.v2.json, from the system's state
+// or (home set) from the rootless owner's.
+func (n *Names) docker(home string, ref Ref) string {
+	dir, rel := filepath.Join(n.root, "var/lib/docker/containers"), ""
+	if home != "" {
+		dir, rel = home, ".local/share/docker/containers/"
 	}
-	b := n.read(dir, ref.ID+"/config.v2.json")
+	b := n.read(dir, rel+ref.ID+"/config.v2.json")
 	if b == nil {
 		return ""
 	}
@@ -211,11 +217,12 @@ func (n *Names) docker(base string, ref Ref) string {
 // DRIVER-containers/containers.json is looked for, most common first.
 var storageDrivers = [...]string{"overlay", "vfs", "btrfs", "zfs"}
 
-// podmanName finds the container in containers.json.
-func (n *Names) podmanName(base string, ref Ref) string {
-	dir := filepath.Join(base, "var/lib/containers/storage")
-	if ref.Rootless() {
-		dir = filepath.Join(base, "containers/storage")
+// podmanName finds the container in containers.json, of the system or
+// (home set) of the rootless owner.
+func (n *Names) podmanName(home string, ref Ref) string {
+	dir, rel := filepath.Join(n.root, "var/lib/containers/storage"), ""
+	if home != "" {
+		dir, rel = home, ".local/share/containers/storage/"
 	}
 	if n.podman == nil {
 		n.podman = make(map[string]map[string]string)
@@ -224,7 +231,7 @@ func (n *Names) podmanName(base string, ref Ref) string {
 	if !ok {
 		m = make(map[string]string)
 		for _, d := range storageDrivers {
-			b := n.read(dir, d+"-containers/containers.json")
+			b := n.read(dir, rel+d+"-containers/containers.json")
 			if b == nil {
 				continue
 			}

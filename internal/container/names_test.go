@@ -130,6 +130,30 @@ func TestNamesHostile(t *testing.T) {
 			t.Errorf("got %q: a symlink was followed", got)
 		}
 	})
+	// The runtime's own directory in the home, or a directory above it,
+	// a symlink (second review, docs/safe.md): a reader with more rights
+	// than Mallory (root running memwho or the agent) would read Alice's
+	// state, or the system's, as Mallory's.
+	for _, link := range []struct{ at, to string }{
+		{"home/mallory/.local/share/containers", "home/alice/.local/share/containers"},
+		{"home/mallory/.local/share", "home/alice/.local/share"},
+		{"home/mallory/.local", "home/alice/.local"},
+		{"home/mallory/.local/share/containers/storage", "home/alice/.local/share/containers/storage"},
+	} {
+		t.Run("symlinked "+strings.TrimPrefix(link.at, "home/mallory/"), func(t *testing.T) {
+			root := copyTree(t)
+			at := filepath.Join(root, link.at)
+			if err := os.RemoveAll(at); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(root, link.to), at); err != nil {
+				t.Fatal(err)
+			}
+			if got := NewNames(root).Key(rootless("1001", idDevbox)); got != idDevbox[:12]+" (uid 1001)" {
+				t.Errorf("got %q: a symlink in the home was followed", got)
+			}
+		})
+	}
 	t.Run("FIFO", func(t *testing.T) {
 		root := copyTree(t)
 		p := filepath.Join(root, store)
