@@ -931,6 +931,3 @@ func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
 	}
 }
 
-// checkAttacks calls checkReview2Attacks; until that hook is merged this
-// keeps the method referenced.
-var _ = (*privEnv).checkReview2Attacks
