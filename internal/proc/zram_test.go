@@ -34,8 +34,8 @@ func TestZramUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("block/zram1/mm_stat", "0 0 4096 0 4096 0 0\n") // a kernel with fewer columns
-	write("block/zram2/disksize", "0\n")                 // not initialised: no mm_stat
-	write("block/sda/mm_stat", "1 1 999999 0 0 0 0\n")   // not zram
+	write("block/zram2/disksize", "0\n")                  // not initialised: no mm_stat
+	write("block/sda/mm_stat", "1 1 999999 0 0 0 0\n")    // not zram
 	if n, err := ZramUsed(sys); n != 1200128+4096 || err != nil {
 		t.Errorf("ZramUsed = %d, %v, want %d, nil", n, err, 1200128+4096)
 	}
