@@ -76,7 +76,7 @@ func HostLedger(host *Group, m *Meminfo) Ledger {
 		{"processes: file-backed", "Pss_File of smaps_rollup (estimates: RssFile)", file},
 		{"processes: shmem", "Pss_Shmem of smaps_rollup (estimates: RssShmem)", shmem},
 		{"processes: huge pages", "Private_Hugetlb of smaps_rollup", huge},
-		{"processes: not split", "Pss - Pss_Anon - Pss_File - Pss_Shmem: no split before kernel 5.8", unsplit},
+		{"processes: not split", "Pss - Pss_Anon - Pss_File - Pss_Shmem: no split before kernel 5.8, else each rounded to kB", unsplit},
 		{"page cache no process maps", "Cached + Buffers - Shmem - processes' file-backed",
 			sub(capped(m.Cached)+capped(m.Buffers)-shmemAll, file)},
 		{"shmem/tmpfs no process maps", "Shmem - processes' shmem", sub(shmemAll, shmem)},
