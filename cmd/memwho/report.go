@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/profile"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
@@ -22,7 +24,7 @@ type reportFlags struct {
 	by, filter, pids, user, sortCol string
 	reverse, total, swap, system    bool
 	json, csv, fast                 bool
-	conns                           bool
+	conns, split                    bool
 	top                             int
 	procDir                         string
 	cpuprofile, memprofile          string
@@ -50,6 +52,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.csv, "csv", false, "")
 	fs.BoolVar(&f.fast, "fast", false, "")
 	fs.BoolVar(&f.conns, "conns", false, "")
+	fs.BoolVar(&f.split, "split", false, "")
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
@@ -133,7 +136,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		snap      *sample.Snapshot
 		fromAgent bool
 		note      string
+		zram      uint64
+		zramErr   error
 	)
+	if f.system && f.from == "" {
+		// Read before the scan, whose --sandbox allows only the procfs
+		// tree: the zram devices of the host the tree is of.
+		if root := container.RootFor(f.procDir); root != "" {
+			zram, zramErr = proc.ZramUsed(filepath.Join(root, "sys"))
+		}
+	}
 	if f.from != "" {
 		// A snapshot file: nothing is walked, nothing kept.
 		if snap, err = readSnapshotFile(f.from, stderr); err != nil {
@@ -160,6 +172,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if f.from == "" && snap.MeminfoOK && snap.Meminfo.Zram == 0 {
+		snap.Meminfo.Zram = zram
+	}
+	if zramErr != nil {
+		fmt.Fprintf(stderr, "memwho: zram: %v: its line of the ledger counts the devices read before it\n", zramErr)
 	}
 
 	// The host's ledger (--system) counts every process, before -p, -u,
@@ -189,6 +207,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		System:    f.system,
 		Host:      &host,
 		Conns:     snap.ConnsOK && f.conns,
+		Split:     f.split,
 	}); err != nil {
 		return err
 	}

@@ -314,6 +314,9 @@ func refMeminfo(s string) (Meminfo, error) {
 		"SwapFree": &out.SwapFree, "Hugetlb": &out.Hugetlb, "Hugepagesize": &out.Hugepagesize,
 		"SwapCached": &out.SwapCached, "Active(file)": &out.ActiveFile, "Inactive(file)": &out.InactiveFile,
 		"SReclaimable": &out.SReclaimable, "KReclaimable": &out.KReclaimable, "Mapped": &out.Mapped,
+		"SUnreclaim": &out.SUnreclaim, "KernelStack": &out.KernelStack, "PageTables": &out.PageTables,
+		"SecPageTables": &out.SecPageTables, "VmallocUsed": &out.VmallocUsed, "Percpu": &out.Percpu,
+		"Zswap": &out.Zswap,
 	}
 	for _, line := range lines {
 		key, val, found := strings.Cut(line, ":")

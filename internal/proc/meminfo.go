@@ -20,6 +20,13 @@ type Meminfo struct {
 	Hugetlb        uint64 // Hugetlb (kernel 4.20+): all huge page pools
 	HugePagesTotal uint64 // HugePages_Total: a count of pages, not bytes
 	Hugepagesize   uint64 // Hugepagesize: the default huge page size
+	SUnreclaim     uint64 // SUnreclaim: slab the kernel cannot reclaim
+	KernelStack    uint64 // KernelStack: kernel stacks of every task
+	PageTables     uint64 // PageTables: page tables of user address spaces
+	SecPageTables  uint64 // SecPageTables (kernel 6.0+): secondary (IOMMU, KVM) page tables
+	VmallocUsed    uint64 // VmallocUsed: vmalloc'd pages (kernel 5.3+; 0 on 4.0 to 5.2)
+	Percpu         uint64 // Percpu (kernel 4.18+): per-CPU allocator chunks
+	Zswap          uint64 // Zswap (kernel 5.19+): the compressed pool zswap holds in RAM
 
 	// HasMemAvailable is true when the MemAvailable line was present.
 	// Kernels before 3.14 (and some container runtimes' fake meminfo)
@@ -84,6 +91,20 @@ func ParseMeminfo(b []byte, out *Meminfo) error {
 			field = &out.Hugetlb
 		case "Hugepagesize":
 			field = &out.Hugepagesize
+		case "SUnreclaim":
+			field = &out.SUnreclaim
+		case "KernelStack":
+			field = &out.KernelStack
+		case "PageTables":
+			field = &out.PageTables
+		case "SecPageTables":
+			field = &out.SecPageTables
+		case "VmallocUsed":
+			field = &out.VmallocUsed
+		case "Percpu":
+			field = &out.Percpu
+		case "Zswap":
+			field = &out.Zswap
 		case "HugePages_Total":
 			val = trimSpace(val)
 			v, n, ok := parseUint(val)

@@ -9,16 +9,23 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// CSVHeader is the first record CSV writes; the columns never change
-// order within schema memwho.report/v1. With Options.Conns a last
-// column, CSVConnsColumn, follows.
+// CSVHeader is the first record CSV writes, or its first columns; they
+// never change order within schema memwho.report/v1. With Options.Conns
+// CSVConnsColumn follows, then always CSVSplitColumns.
 var CSVHeader = []string{"kind", "key", "count", "ram_bytes", "private_bytes", "shared_bytes", "swap_bytes", "accuracy", "swap_source"}
 
 // CSVConnsColumn is the column CSV adds with Options.Conns: ESTABLISHED
 // TCP sockets of the group.
 const CSVConnsColumn = "tcp_established"
 
-// CSV writes the header record, one "group" record per group in the order
+// CSVSplitColumns end every record, after CSVConnsColumn when it is
+// there: the group's split of ram_bytes as in JSON. They were added
+// after the others so that readers of the earlier columns by position
+// keep working.
+var CSVSplitColumns = []string{"pss_anon_bytes", "pss_file_bytes", "pss_shmem_bytes", "private_hugetlb_bytes"}
+
+// CSV writes the header record (CSVHeader, CSVConnsColumn with
+// opt.Conns, then CSVSplitColumns), one "group" record per group in the order
 // given and a final "total" record (key "total"), in RFC 4180 form as
 // encoding/csv writes it (LF line ends, fields quoted when needed).
 // Sizes are integer bytes; accuracy and swap_source are as in JSON.
@@ -37,10 +44,11 @@ const CSVConnsColumn = "tcp_established"
 func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Snapshot, opt Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
-	header := CSVHeader
+	header := CSVHeader[:len(CSVHeader):len(CSVHeader)]
 	if opt.Conns {
-		header = append(header[:len(header):len(header)], CSVConnsColumn)
+		header = append(header, CSVConnsColumn)
 	}
+	header = append(header, CSVSplitColumns...)
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -72,8 +80,14 @@ func csvRecord(rec []string, kind, key string, g *sample.Group) []string {
 	rec[6] = strconv.FormatUint(g.Swap, 10)
 	rec[7] = g.Accuracy().String()
 	rec[8] = swapSource(g)
-	if len(rec) > 9 {
-		rec[9] = strconv.FormatUint(g.Conns, 10)
+	i := 9
+	if len(rec) > i+len(CSVSplitColumns) {
+		rec[i] = strconv.FormatUint(g.Conns, 10)
+		i++
+	}
+	for _, v := range [...]uint64{g.PssAnon, g.PssFile, g.PssShmem, g.PrivateHugetlb} {
+		rec[i] = strconv.FormatUint(v, 10)
+		i++
 	}
 	return rec
 }

@@ -34,7 +34,7 @@ var longName = strings.Repeat("long-name-", 30)
 // output: newline, an ANSI colour sequence, tab, parentheses, invalid
 // UTF-8, a 300-byte name, a bidi override, a C1 control, a backslash.
 func hostileGroups() []sample.Group {
-	return []sample.Group{
+	return withSplit([]sample.Group{
 		{Key: "(sd-pam)", Count: 1, PIDs: []int{900}, RAM: 312 * kib, Private: 200 * kib, Shared: 112 * kib},
 		{Key: "evil\nname", Count: 1, PIDs: []int{4242}, RAM: 800 * kib, Private: 700 * kib, Shared: 100 * kib},
 		{Key: "red\x1b[31mtext\x1b[0m", Count: 1, PIDs: []int{4243}, RAM: 1 * mib, Private: 900 * kib, Shared: 124 * kib, Swap: 4 * kib},
@@ -47,18 +47,31 @@ func hostileGroups() []sample.Group {
 		{Key: "sshd", Count: 3, PIDs: []int{1200, 1201, 1305}, RAM: 9*mib + 300*kib, Private: 6 * mib, Shared: 3*mib + 300*kib, Swap: 164 * kib},
 		{Key: "firefox", Count: 14, PIDs: []int{2000, 2001, 2002, 2003, 2004, 2005, 2006, 2007, 2008, 2009, 2010, 2011, 2012, 2013},
 			RAM: 2*gib + 123*mib, Private: 1*gib + 900*mib, Shared: 247 * mib, Swap: 160 * mib},
+	})
+}
+
+// withSplit splits the groups' RAM by kind of page as a kernel would:
+// private pages anonymous, shared ones two thirds file-backed and a third
+// shmem.
+func withSplit(groups []sample.Group) []sample.Group {
+	for i := range groups {
+		g := &groups[i]
+		g.PssAnon = g.Private
+		g.PssFile = g.Shared / 3 * 2
+		g.PssShmem = g.Shared - g.PssFile
 	}
+	return groups
 }
 
 // estimateGroups mixes exact groups with status-based estimates and swap
 // counted in full.
 func estimateGroups() []sample.Group {
-	return []sample.Group{
+	return withSplit([]sample.Group{
 		{Key: "bash", Count: 2, PIDs: []int{1, 2}, RAM: 4 * mib, Private: 3 * mib, Shared: 1 * mib, Swap: 0},
 		{Key: "dockerd", Count: 1, PIDs: []int{600}, RAM: 60 * mib, Private: 40 * mib, Shared: 20 * mib, Swap: 8 * mib, Estimated: 1},
 		{Key: "java", Count: 1, PIDs: []int{700}, RAM: 900 * mib, Private: 880 * mib, Shared: 20 * mib, Swap: 100 * mib, SwapPssMissing: true},
 		{Key: "postgres\n\x1b]0;pwned\x07", Count: 5, PIDs: []int{801, 802, 803, 804, 805}, RAM: 1 * gib, Private: 200 * mib, Shared: 824 * mib, Swap: 1 * mib, Estimated: 5},
-	}
+	})
 }
 
 func sum(groups []sample.Group) sample.Group {
@@ -70,6 +83,10 @@ func sum(groups []sample.Group) sample.Group {
 		t.Private += g.Private
 		t.Shared += g.Shared
 		t.Swap += g.Swap
+		t.PssAnon += g.PssAnon
+		t.PssFile += g.PssFile
+		t.PssShmem += g.PssShmem
+		t.PrivateHugetlb += g.PrivateHugetlb
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
 		t.Conns += g.Conns
@@ -108,6 +125,12 @@ func snapshot(meminfo bool) *sample.Snapshot {
 			SwapTotal:    8 * gib,
 			SwapFree:     8*gib - 200*mib,
 			Hugetlb:      0,
+			SReclaimable: 400 * mib,
+			SUnreclaim:   150 * mib,
+			KernelStack:  20 * mib,
+			PageTables:   60 * mib,
+			VmallocUsed:  50 * mib,
+			Percpu:       10 * mib,
 		}
 	}
 	return s
@@ -176,7 +199,18 @@ func goldenCases() []goldenCase {
 	noAvail.Meminfo.SwapCached = 20 * mib
 	noZones := snapshot(true)
 	noZones.Meminfo.Available = sample.AvailableUpperBound
+	// Every ledger line: huge pages mapped privately, zswap, zram.
+	full := snapshot(true)
+	full.Meminfo.Hugetlb, full.Meminfo.Zswap, full.Meminfo.Zram, full.Meminfo.SwapCached = 1*gib, 64*mib, 300*mib, 20*mib
+	fullGroups := hostileGroups()
+	fullGroups[0].PrivateHugetlb = 512 * mib
+	fullGroups[0].RAM += 512 * mib
+	progSplit := prog
+	progSplit.Split = true
 	return []goldenCase{
+		{"table_system_full", tableFn, fullGroups, sum(fullGroups), full, progSys},
+		{"json_system_full", jsonFn, fullGroups, sum(fullGroups), full, progSys},
+		{"table_split", tableFn, est, sum(est), denied, progSplit},
 		{"table_system_top", tableFn, top2, sum(top2), snapshot(true), progSysTop},
 		{"json_system_top", jsonFn, top2, sum(top2), snapshot(true), progSysTop},
 		{"table_system_no_memavailable", tableFn, hostile, sum(hostile), noAvail, progSys},
@@ -302,6 +336,10 @@ type jsonGroup struct {
 	Private    uint64  `json:"private_bytes"`
 	Shared     uint64  `json:"shared_bytes"`
 	Swap       uint64  `json:"swap_bytes"`
+	PssAnon    uint64  `json:"pss_anon_bytes"`
+	PssFile    uint64  `json:"pss_file_bytes"`
+	PssShmem   uint64  `json:"pss_shmem_bytes"`
+	Hugetlb    uint64  `json:"private_hugetlb_bytes"`
 	Accuracy   string  `json:"accuracy"`
 	SwapSource string  `json:"swap_source"`
 }
@@ -327,7 +365,8 @@ func checkJSONGroup(t *testing.T, got jsonGroup, want *sample.Group) {
 		t.Errorf("key = %q, want %q", k, want.Key)
 	}
 	if got.Count != want.Count || got.RAM != want.RAM || got.Private != want.Private ||
-		got.Shared != want.Shared || got.Swap != want.Swap {
+		got.Shared != want.Shared || got.Swap != want.Swap || got.PssAnon != want.PssAnon ||
+		got.PssFile != want.PssFile || got.PssShmem != want.PssShmem || got.Hugetlb != want.PrivateHugetlb {
 		t.Errorf("figures of %q = %+v, want %+v", want.Key, got, *want)
 	}
 	if diff := cmp.Diff(want.PIDs, got.PIDs, cmpopts.EquateEmpty()); diff != "" {
@@ -398,6 +437,25 @@ func TestJSONDecode(t *testing.T) {
 				if got, want := sys["not_in_process_bytes"], int64(m.MemTotal-m.MemAvailable)-int64(total.RAM); got != want {
 					t.Errorf("not_in_process_bytes = %d, want %d", got, want)
 				}
+				for name, want := range map[string]uint64{"ledger": m.MemTotal, "swap_ledger": m.SwapTotal} {
+					var lines []struct {
+						Name, Source string
+						Bytes        int64
+					}
+					if err := json.Unmarshal((*r.System)[name], &lines); err != nil || len(lines) < 2 {
+						t.Fatalf("%s: %v (%d lines)", name, err, len(lines))
+					}
+					var sum int64
+					for _, l := range lines {
+						sum += l.Bytes
+						if l.Name == "" || l.Source == "" {
+							t.Errorf("%s: line %+v has no name or source", name, l)
+						}
+					}
+					if sum != int64(want) {
+						t.Errorf("%s sums to %d, want %d", name, sum, want)
+					}
+				}
 			}
 			if r.Estimated != total.Estimated {
 				t.Errorf("estimated_processes = %d, want %d", r.Estimated, total.Estimated)
@@ -443,7 +501,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		if len(recs) != len(groups)+2 {
 			t.Fatalf("got %d records, want %d", len(recs), len(groups)+2)
 		}
-		if diff := cmp.Diff(CSVHeader, recs[0]); diff != "" {
+		if diff := cmp.Diff(append(CSVHeader, CSVSplitColumns...), recs[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 		check := func(rec []string, kind string, g *sample.Group) {
@@ -451,7 +509,9 @@ func TestCSVRoundTrip(t *testing.T) {
 			want := []string{kind, g.Key, strconv.Itoa(g.Count),
 				strconv.FormatUint(g.RAM, 10), strconv.FormatUint(g.Private, 10),
 				strconv.FormatUint(g.Shared, 10), strconv.FormatUint(g.Swap, 10),
-				g.Accuracy().String(), swapSource(g)}
+				g.Accuracy().String(), swapSource(g),
+				strconv.FormatUint(g.PssAnon, 10), strconv.FormatUint(g.PssFile, 10),
+				strconv.FormatUint(g.PssShmem, 10), strconv.FormatUint(g.PrivateHugetlb, 10)}
 			key, err := unescape(rec[1])
 			if err != nil {
 				t.Errorf("key %q: %v", rec[1], err)

@@ -43,7 +43,16 @@ const Schema = "memwho.report/v1"
 //	                     swap cache; signed); mem_available_source
 //	                     ("meminfo", or "estimate" /
 //	                     "estimate_no_watermarks" where the kernel gave
-//	                     no MemAvailable and memwho computed it)
+//	                     no MemAvailable and memwho computed it);
+//	                     free_used_procps3_bytes (what procps-ng 3.3's
+//	                     free showed as used: MemTotal - MemFree -
+//	                     Buffers - Cached - SReclaimable; host_used_bytes
+//	                     is procps-ng 4's); ledger: the host ledger
+//	                     (sample.HostLedger), an array of {"name",
+//	                     "source", "bytes"} whose bytes sum exactly to
+//	                     mem_total_bytes, every line always present, the
+//	                     last ("not accounted") signed; swap_ledger: the
+//	                     same for swap_total_bytes
 //	skipped              processes left out: {"gone": exited during the
 //	                     scan, "kernel": kernel threads and zombies,
 //	                     "broken": stat or status unparsable}
@@ -53,7 +62,11 @@ const Schema = "memwho.report/v1"
 //
 // A group object has key, key_base64 (only when needed, see below),
 // count, pids (array, ascending), ram_bytes, private_bytes, shared_bytes,
-// swap_bytes, accuracy ("exact", or "estimate" when any process's figures
+// swap_bytes, pss_anon_bytes, pss_file_bytes, pss_shmem_bytes,
+// private_hugetlb_bytes (the split of ram_bytes: Pss_Anon, Pss_File,
+// Pss_Shmem and Private_Hugetlb of smaps_rollup, zero before kernel 5.8;
+// RssAnon, RssFile, RssShmem for estimates), accuracy ("exact", or
+// "estimate" when any process's figures
 // came from /proc/PID/status), swap_source ("swap_pss", or "swap" when
 // some swap was counted in full) and, with opt.Conns (--conns),
 // tcp_established (ESTABLISHED TCP sockets, IPv4 and IPv6).
@@ -110,6 +123,11 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		buf = strconv.AppendInt(buf, m.SwapNotInProcess(procs.Swap), 10)
 		buf = append(buf, `,"mem_available_source":`...)
 		buf = appendJSONString(buf, m.Available.String())
+		l := sample.HostLedger(procs, m)
+		buf = append(buf, `,"free_used_procps3_bytes":`...)
+		buf = strconv.AppendInt(buf, l.FreeUsedProcps3, 10)
+		buf = appendJSONLedger(buf, "ledger", l.RAM)
+		buf = appendJSONLedger(buf, "swap_ledger", l.Swap)
 		buf = append(buf, '}')
 	}
 	buf = append(buf, `,"skipped":{`...)
@@ -123,6 +141,26 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 	buf = append(buf, "}\n"...)
 	_, err := w.Write(buf)
 	return err
+}
+
+// appendJSONLedger appends ,"name":[{"name":..,"source":..,"bytes":..},...].
+func appendJSONLedger(buf []byte, name string, lines []sample.LedgerLine) []byte {
+	buf = append(buf, `,"`...)
+	buf = append(buf, name...)
+	buf = append(buf, `":[`...)
+	for i, l := range lines {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"name":`...)
+		buf = appendJSONString(buf, l.Name)
+		buf = append(buf, `,"source":`...)
+		buf = appendJSONString(buf, l.Source)
+		buf = append(buf, `,"bytes":`...)
+		buf = strconv.AppendInt(buf, l.Bytes, 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
 }
 
 func appendJSONGroup(buf []byte, g *sample.Group, conns bool) []byte {
@@ -149,6 +187,10 @@ func appendJSONGroup(buf []byte, g *sample.Group, conns bool) []byte {
 	buf = appendJSONUint(buf, "private_bytes", g.Private, true)
 	buf = appendJSONUint(buf, "shared_bytes", g.Shared, true)
 	buf = appendJSONUint(buf, "swap_bytes", g.Swap, true)
+	buf = appendJSONUint(buf, "pss_anon_bytes", g.PssAnon, true)
+	buf = appendJSONUint(buf, "pss_file_bytes", g.PssFile, true)
+	buf = appendJSONUint(buf, "pss_shmem_bytes", g.PssShmem, true)
+	buf = appendJSONUint(buf, "private_hugetlb_bytes", g.PrivateHugetlb, true)
 	buf = append(buf, `,"accuracy":`...)
 	buf = appendJSONString(buf, g.Accuracy().String())
 	buf = append(buf, `,"swap_source":`...)

@@ -58,6 +58,10 @@ type Options struct {
 	// group objects and a last tcp_established column in CSV. The
 	// caller sets it only when they were counted (Snapshot.ConnsOK).
 	Conns bool
+	// Split adds the table columns Anon, File and Shmem after Swap: the
+	// groups' RAM split by kind of page (Group.PssAnon, PssFile,
+	// PssShmem). JSON and CSV always carry the split.
+	Split bool
 }
 
 func (o *Options) keyHeader() string {

@@ -3,6 +3,7 @@ package report
 import (
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -112,6 +113,12 @@ func (t *table) header(buf []byte) []byte {
 	buf = padLeft(buf, "RAM used", markedWidth)
 	buf = append(buf, "  "...)
 	buf = padLeft(buf, "Swap", markedWidth)
+	if t.opt.Split {
+		for _, h := range [...]string{"Anon", "File", "Shmem"} {
+			buf = append(buf, "  "...)
+			buf = padLeft(buf, h, markedWidth)
+		}
+	}
 	if t.opt.Conns {
 		buf = append(buf, "  "...)
 		buf = padLeft(buf, "TCP", t.connsW)
@@ -128,6 +135,9 @@ func (t *table) header(buf []byte) []byte {
 // rule is a line of dashes as wide as the header.
 func (t *table) rule(buf []byte) []byte {
 	n := 2*numWidth + 2*len("  +  ") + 2*markedWidth + 2
+	if t.opt.Split {
+		n += 3 * (2 + markedWidth)
+	}
 	if t.opt.Conns {
 		n += 2 + t.connsW
 	}
@@ -156,6 +166,12 @@ func (t *table) row(buf []byte, g *sample.Group, isTotal bool) []byte {
 	buf = t.cell(buf, ramMark, g.RAM, markedWidth)
 	buf = append(buf, "  "...)
 	buf = t.cell(buf, swapMark, g.Swap, markedWidth)
+	if t.opt.Split {
+		for _, v := range [...]uint64{g.PssAnon, g.PssFile, g.PssShmem} {
+			buf = append(buf, "  "...)
+			buf = t.cell(buf, ramMark, v, markedWidth)
+		}
+	}
 	if t.opt.Conns {
 		buf = append(buf, "  "...)
 		var tmp [24]byte
@@ -228,54 +244,85 @@ func (t *table) mark(buf []byte, mark byte) []byte {
 // figure right-aligned in markedWidth, then an optional note.
 const labelWidth = 38
 
-// system writes the footer that sets the processes' total against
-// /proc/meminfo. The point is the "not in any process" line: the part of
-// host memory that no per-process sum can attribute.
+// system writes the footer: the host ledger (sample.HostLedger), whose
+// lines add up to MemTotal and SwapTotal, each with its source, then
+// free's "used" set against the processes' total.
 //
 // procs is every process of the snapshot, not only the rows shown: the
-// ledger is the host's.
+// ledger is the host's. Lines of 0 bytes are left out here (JSON lists
+// every one), except free and the remainder.
 func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byte {
 	procMark, procSwapMark := marks(procs)
 	var availMark byte
 	if m.Available != sample.AvailableKernel {
 		availMark = markEstimate
 	}
-	buf = append(buf, "\nSystem (/proc/meminfo)\n"...)
-	buf = t.sysLine(buf, "total RAM (MemTotal)", 0, m.MemTotal)
-	buf = t.sysLine(buf, "host used (MemTotal - MemAvailable)", availMark, m.Used())
-	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM)
+	l := sample.HostLedger(procs, m)
+	buf = append(buf, "\nSystem ledger (/proc/meminfo): every byte of RAM, lines of 0 B left out\n"...)
+	for i, line := range l.RAM {
+		var mark byte
+		if strings.HasPrefix(line.Name, "processes:") || i == len(l.RAM)-1 {
+			mark = procMark
+		}
+		buf = t.ledgerLine(buf, line, mark, i == len(l.RAM)-1 || line.Name == "free")
+	}
+	buf = t.sysLine(buf, "= total RAM", 0, m.MemTotal, "MemTotal")
 
+	buf = append(buf, '\n')
+	buf = t.sysLine(buf, "free's \"used\"", availMark, m.Used(), "MemTotal - MemAvailable, as procps-ng 4 computes it; 3.3 showed ")
+	var tmp [24]byte
+	buf = append(buf, appendSignedBytes(tmp[:0], l.FreeUsedProcps3)...)
+	buf = append(buf, " (MemTotal - MemFree - Buffers - Cached - SReclaimable)\n"...)
+	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM, "the report's total: the ledger's processes: lines")
+	buf = append(buf, '\n')
 	diff := m.NotInProcess(procs.RAM)
 	buf = append(buf, "  "...)
-	buf = padRight(buf, "not in any process", labelWidth)
+	buf = padRight(buf, "free's used, not in any process", labelWidth)
 	buf = t.signedCell(buf, max(availMark, procMark), diff)
 	if diff >= 0 {
-		buf = append(buf, "  kernel, slab, page tables, huge page pools, page cache and shmem/tmpfs not mapped by any process\n"...)
+		buf = append(buf, "  free's used minus the processes: kernel memory, page cache and shmem/tmpfs MemAvailable cannot reclaim, huge page pools, zswap/zram\n"...)
 	} else {
 		// See Meminfo.NotInProcess: mapped page cache is both in the
 		// processes' PSS and in MemAvailable.
 		buf = append(buf, "  negative: page cache mapped by processes is reclaimable and counted as available\n"...)
 	}
 
-	buf = t.sysLine(buf, "shared memory and tmpfs (Shmem)", 0, m.Shmem)
-	buf = t.sysLine(buf, "huge page pools (Hugetlb)", 0, m.Hugetlb)
-	buf = t.sysLine(buf, "swap total (SwapTotal)", 0, m.SwapTotal)
-	buf = t.sysLine(buf, "swap used (SwapTotal - SwapFree)", 0, m.SwapUsed())
-	buf = t.sysLine(buf, "swap used by processes", procSwapMark, procs.Swap)
-	buf = append(buf, "  "...)
-	buf = padRight(buf, "swap not in any process", labelWidth)
-	buf = t.signedCell(buf, procSwapMark, m.SwapNotInProcess(procs.Swap))
-	buf = append(buf, "  shmem/tmpfs swapped out, and swap cache\n"...)
-	buf = t.sysLine(buf, "  of which swap cache (SwapCached)", 0, m.SwapCached)
+	if m.SwapTotal == 0 {
+		buf = append(buf, "\nSwap ledger: no swap (SwapTotal 0)\n"...)
+	} else {
+		buf = append(buf, "\nSwap ledger: every byte of swap\n"...)
+		for i, line := range l.Swap {
+			var mark byte
+			if i == 0 || i == len(l.Swap)-1 {
+				mark = procSwapMark
+			}
+			buf = t.ledgerLine(buf, line, mark, i > 0)
+		}
+		buf = t.sysLine(buf, "= total swap", 0, m.SwapTotal, "SwapTotal")
+	}
 	switch m.Available {
 	case sample.AvailableEstimated:
 		buf = t.mark(buf, markEstimate)
 		buf = append(buf, " no MemAvailable in /proc/meminfo: estimated as the kernel does, from MemFree, the file LRUs, reclaimable slab and the zone watermarks\n"...)
 	case sample.AvailableUpperBound:
 		buf = t.mark(buf, markEstimate)
-		buf = append(buf, " no MemAvailable in /proc/meminfo and no /proc/zoneinfo: estimated from MemFree, the file LRUs and reclaimable slab without the zone watermarks; host used may be understated\n"...)
+		buf = append(buf, " no MemAvailable in /proc/meminfo and no /proc/zoneinfo: estimated from MemFree, the file LRUs and reclaimable slab without the zone watermarks; free's used may be understated\n"...)
 	}
 	return buf
+}
+
+// ledgerLine writes one ledger line, left out when it is 0 bytes unless
+// always.
+func (t *table) ledgerLine(buf []byte, line sample.LedgerLine, mark byte, always bool) []byte {
+	if line.Bytes == 0 && !always {
+		return buf
+	}
+	buf = append(buf, "  "...)
+	buf = padRight(buf, line.Name, labelWidth)
+	buf = t.signedCell(buf, mark, line.Bytes)
+	buf = append(buf, "  "...)
+	buf = append(buf, line.Source...)
+	return append(buf, '\n')
 }
 
 // signedCell writes a signed number of bytes right-aligned like cell,
@@ -285,10 +332,20 @@ func (t *table) signedCell(buf []byte, mark byte, v int64) []byte {
 	return t.markedNum(buf, mark, appendSignedBytes(tmp[:0], v), markedWidth)
 }
 
-func (t *table) sysLine(buf []byte, label string, mark byte, n uint64) []byte {
+// sysLine writes a label, n bytes and a note; a note ending in a space
+// is continued by the caller, which ends the line.
+func (t *table) sysLine(buf []byte, label string, mark byte, n uint64, note string) []byte {
 	buf = append(buf, "  "...)
 	buf = padRight(buf, label, labelWidth)
 	buf = t.cell(buf, mark, n, markedWidth)
+	if note == "" {
+		return append(buf, '\n')
+	}
+	buf = append(buf, "  "...)
+	buf = append(buf, note...)
+	if strings.HasSuffix(note, " ") {
+		return buf
+	}
 	return append(buf, '\n')
 }
 

@@ -21,6 +21,8 @@ func ExactFigures(p *Process, ru *proc.Rollup) {
 		p.Private = p.RAM
 	}
 	p.Shared = p.RAM - p.Private
+	p.PssAnon, p.PssFile, p.PssShmem = ru.PssAnon, ru.PssFile, ru.PssShmem
+	p.PrivateHugetlb = ru.PrivateHugetlb
 	if ru.HasSwapPss {
 		p.Swap = ru.SwapPss
 	} else {
@@ -37,6 +39,8 @@ func EstimateFigures(p *Process, ss *proc.Status) {
 	p.RAM = ss.VmRSS
 	p.Private = ss.RssAnon
 	p.Shared = ss.RssFile + ss.RssShmem
+	p.PssAnon, p.PssFile, p.PssShmem = ss.RssAnon, ss.RssFile, ss.RssShmem
+	p.PrivateHugetlb = 0
 	if p.Private+p.Shared != p.RAM {
 		// Kernels before 4.5 have no RssAnon/RssFile/RssShmem split.
 		if p.Private > p.RAM {

@@ -187,6 +187,10 @@ func (g *Group) add(p *Process) {
 	g.Private = addSat(g.Private, p.Private)
 	g.Shared = addSat(g.Shared, p.Shared)
 	g.Swap = addSat(g.Swap, p.Swap)
+	g.PssAnon = addSat(g.PssAnon, p.PssAnon)
+	g.PssFile = addSat(g.PssFile, p.PssFile)
+	g.PssShmem = addSat(g.PssShmem, p.PssShmem)
+	g.PrivateHugetlb = addSat(g.PrivateHugetlb, p.PrivateHugetlb)
 	g.Conns += uint64(p.Conns)
 	if p.Accuracy == Estimate {
 		g.Estimated++
@@ -216,6 +220,10 @@ func Total(groups []Group) Group {
 		t.Private = addSat(t.Private, g.Private)
 		t.Shared = addSat(t.Shared, g.Shared)
 		t.Swap = addSat(t.Swap, g.Swap)
+		t.PssAnon = addSat(t.PssAnon, g.PssAnon)
+		t.PssFile = addSat(t.PssFile, g.PssFile)
+		t.PssShmem = addSat(t.PssShmem, g.PssShmem)
+		t.PrivateHugetlb = addSat(t.PrivateHugetlb, g.PrivateHugetlb)
 		t.Conns += g.Conns
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing

@@ -21,7 +21,10 @@ func ReadMeminfo(r *proc.Reader, m *proc.Meminfo, snap *Snapshot) {
 		MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
 		Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
 		SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, SwapCached: m.SwapCached,
-		Hugetlb: m.Hugetlb,
+		Hugetlb:      m.Hugetlb,
+		SReclaimable: m.SReclaimable, SUnreclaim: m.SUnreclaim, KernelStack: m.KernelStack,
+		PageTables:  min(m.PageTables+m.SecPageTables, proc.MaxBytes),
+		VmallocUsed: m.VmallocUsed, Percpu: m.Percpu, Zswap: m.Zswap,
 	}
 	if m.HasMemAvailable {
 		return

@@ -112,6 +112,16 @@ type Process struct {
 	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
 	// process holds; valid only when Snapshot.ConnsOK.
 	Conns uint32
+
+	// PssAnon, PssFile and PssShmem split RAM by kind of page, in bytes:
+	// Pss_Anon, Pss_File and Pss_Shmem of smaps_rollup (kernel 5.8+;
+	// zero before), or RssAnon, RssFile and RssShmem of status
+	// (estimate, kernel 4.5+). Exact, they sum to RAM - PrivateHugetlb.
+	PssAnon, PssFile, PssShmem uint64
+	// PrivateHugetlb is Private_Hugetlb of smaps_rollup in bytes: huge
+	// pages of a pool (hugetlbfs) only this process maps, counted in RAM
+	// and Private. Zero for estimates.
+	PrivateHugetlb uint64
 }
 
 // Meminfo holds the host-wide figures from /proc/meminfo, in bytes.
@@ -135,6 +145,17 @@ type Meminfo struct {
 	Hugetlb uint64
 	// Available says where MemAvailable came from.
 	Available AvailableSource
+
+	// The kernel's own memory, as /proc/meminfo itemises it, for the
+	// host ledger (Ledger): SReclaimable, SUnreclaim, KernelStack,
+	// PageTables (PageTables + SecPageTables), VmallocUsed, Percpu and
+	// Zswap lines. Zero where the kernel has no such line.
+	SReclaimable, SUnreclaim, KernelStack, PageTables uint64
+	VmallocUsed, Percpu, Zswap                        uint64
+	// Zram is the RAM zram devices take (proc.ZramUsed: mem_used_total
+	// of /sys/block/zram*/mm_stat), in bytes; 0 where there is none or
+	// sysfs was not read.
+	Zram uint64
 }
 
 // AvailableSource says where Meminfo.MemAvailable came from.
@@ -206,6 +227,9 @@ type Group struct {
 	PIDs []int
 	// RAM, Private, Shared and Swap are sums over the group, in bytes.
 	RAM, Private, Shared, Swap uint64
+	// PssAnon, PssFile, PssShmem and PrivateHugetlb sum the processes'
+	// split of RAM (Process.PssAnon...), in bytes.
+	PssAnon, PssFile, PssShmem, PrivateHugetlb uint64
 	// Estimated is the number of processes whose figures are estimates;
 	// the group's figures are exact only when it is zero.
 	Estimated int

@@ -140,6 +140,18 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		}
 	}
 
+	if seen[tagKernel] {
+		r = reader{b: secs[tagKernel], tag: tagKernel}
+		mi := &s.Meminfo
+		for _, p := range [...]*uint64{&mi.SReclaimable, &mi.SUnreclaim, &mi.KernelStack, &mi.PageTables,
+			&mi.VmallocUsed, &mi.Percpu, &mi.Zswap, &mi.Zram} {
+			*p = r.uvarint()
+		}
+		if err := r.end(); err != nil {
+			return m, err
+		}
+	}
+
 	// The string table: one string for all its bytes, entries are
 	// slices of it.
 	st := tables.Get().(*table)
@@ -231,7 +243,16 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		}
 	}
 
-	for tag := tagRAM; tag <= tagSwap; tag++ {
+	for tag := tagRAM; tag <= tagPrivateHugetlb; tag++ {
+		if tag > tagSwap && tag < tagPssAnon {
+			tag = tagPssAnon
+		}
+		if !seen[tag] {
+			continue // optional (tagPssAnon...); the required ones were checked
+		}
+		if uint64(len(secs[tag])) < nprocs+1 {
+			return m, malformed("%s: %d bytes for %d processes", tagNames[tag], len(secs[tag]), nprocs)
+		}
 		r = reader{b: secs[tag], tag: tag}
 		shift := uint(r.byte())
 		if shift > 63 {
@@ -252,8 +273,16 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 				p.Private = v
 			case tagShared:
 				p.Shared = v
-			default:
+			case tagSwap:
 				p.Swap = v
+			case tagPssAnon:
+				p.PssAnon = v
+			case tagPssFile:
+				p.PssFile = v
+			case tagPssShmem:
+				p.PssShmem = v
+			default:
+				p.PrivateHugetlb = v
 			}
 		}
 		if err := r.end(); err != nil {

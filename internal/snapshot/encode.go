@@ -73,6 +73,13 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 		dst = appendTime(dst, m.Taken)
 		endSection(dst, at)
 	}
+	if k := kernelFigures(&s.Meminfo); k != [len(k)]uint64{} {
+		at = beginSection(&dst, tagKernel)
+		for _, v := range k {
+			dst = binary.AppendUvarint(dst, v)
+		}
+		endSection(dst, at)
+	}
 
 	procs := s.Procs
 	at = beginSection(&dst, tagPID)
@@ -121,20 +128,26 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 		}
 	}
 
-	for tag := uint64(tagRAM); tag <= tagSwap; tag++ {
+	figureColumn := func(tag uint64, optional bool) {
 		// Figures are in bytes but counted in kB or pages: the
 		// column's common trailing zeros are written once.
 		var or uint64
 		for i := range procs {
 			or |= figure(&procs[i], tag)
 		}
+		if optional && or == 0 {
+			return
+		}
 		shift := uint(bits.TrailingZeros64(or)) & 63 // all zero: 64 → 0
-		at = beginSection(&dst, tag)
+		at := beginSection(&dst, tag)
 		dst = append(dst, byte(shift))
 		for i := range procs {
 			dst = binary.AppendUvarint(dst, figure(&procs[i], tag)>>shift)
 		}
 		endSection(dst, at)
+	}
+	for tag := uint64(tagRAM); tag <= tagSwap; tag++ {
+		figureColumn(tag, false)
 	}
 
 	at = beginSection(&dst, tagConns)
@@ -150,6 +163,9 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 	endSection(dst, at)
 	if anySystemdCgroup(procs) {
 		stringColumn(len(strTags) - 1)
+	}
+	for tag := uint64(tagPssAnon); tag <= tagPrivateHugetlb; tag++ {
+		figureColumn(tag, true)
 	}
 
 	if len(e.strs) > 0 {
@@ -170,8 +186,22 @@ func figure(p *sample.Process, tag uint64) uint64 {
 		return p.Private
 	case tagShared:
 		return p.Shared
+	case tagPssAnon:
+		return p.PssAnon
+	case tagPssFile:
+		return p.PssFile
+	case tagPssShmem:
+		return p.PssShmem
+	case tagPrivateHugetlb:
+		return p.PrivateHugetlb
 	}
 	return p.Swap
+}
+
+// kernelFigures are the values of the kernel section, in its order.
+func kernelFigures(m *sample.Meminfo) [8]uint64 {
+	return [...]uint64{m.SReclaimable, m.SUnreclaim, m.KernelStack, m.PageTables,
+		m.VmallocUsed, m.Percpu, m.Zswap, m.Zram}
 }
 
 func stateByte(p *sample.Process) byte {

@@ -13,7 +13,12 @@ import (
 // what it accepts encodes back to bytes that decode to the same
 // snapshot, and encoding that again gives the same bytes.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []*sample.Snapshot{{}, small(), hostile(), synthetic(20)} {
+	// The optional sections too: the RAM split and the kernel lines.
+	split := small()
+	split.Procs[0].PssAnon, split.Procs[0].PssFile, split.Procs[0].PssShmem = 8<<20, 3<<20, 1<<20
+	split.Procs[1].PrivateHugetlb = 2 << 20
+	split.Meminfo.SUnreclaim, split.Meminfo.Zram = 50<<20, 7<<20
+	for _, s := range []*sample.Snapshot{{}, small(), hostile(), synthetic(20), split} {
 		f.Add(Encode(nil, s))
 	}
 	if d, err := os.ReadFile("testdata/small.golden"); err == nil {

@@ -68,6 +68,9 @@ const (
 	tagMeminfo    = 2 // optional: Meminfo (absent: zero)
 	tagMeminfoErr = 3 // optional: MeminfoErr's message (absent: nil)
 	tagTaken      = 4 // optional: Meta.Taken
+	// tagKernel is optional (absent: zero), added after version 1's
+	// first release: the meminfo lines of the host ledger.
+	tagKernel = 5
 
 	tagPID       = 16 // zigzag delta from the previous process's PID
 	tagPPID      = 17 // zigzag
@@ -87,6 +90,13 @@ const (
 	// tagSystemdCgroup is optional (absent: ""), and written only when
 	// some process has one: added after version 1's first release.
 	tagSystemdCgroup = 31
+	// The split of RAM (Process.PssAnon, PssFile, PssShmem,
+	// PrivateHugetlb), encoded as tagRAM is; each optional (absent:
+	// zero) and written only when some process has a non-zero value.
+	tagPssAnon        = 32
+	tagPssFile        = 33
+	tagPssShmem       = 34
+	tagPrivateHugetlb = 35
 
 	tagStrings = 40 // optional: the string table (absent: only "")
 
@@ -110,11 +120,12 @@ const (
 )
 
 var tagNames = [maxKnownTag + 1]string{
-	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken",
+	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken", tagKernel: "kernel",
 	tagPID: "pid", tagPPID: "ppid", tagStartTime: "start time", tagUID: "uid",
 	tagName: "name", tagComm: "comm", tagExe: "exe", tagScript: "script", tagCgroup: "cgroup",
 	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
 	tagConns: "conns", tagState: "state", tagSystemdCgroup: "systemd cgroup", tagStrings: "strings",
+	tagPssAnon: "pss anon", tagPssFile: "pss file", tagPssShmem: "pss shmem", tagPrivateHugetlb: "private hugetlb",
 }
 
 // strTags are the string columns of a process, in the order of the

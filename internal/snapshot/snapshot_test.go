@@ -409,6 +409,14 @@ func TestDecodeRefuses(t *testing.T) {
 		{"string-empty", secs(func(s []sec) []sec { find(s, tagStrings).p[0] = 0; return s }), "strings: bad entry 1"},
 		{"string-overruns", setByte(tagStrings, 0, 0x7f), "strings: bad entry 1"},
 		{"column-short", secs(func(s []sec) []sec { p := &find(s, tagRAM).p; *p = (*p)[:len(*p)-1]; return s }), "ram: bad or missing number"},
+		{"optional-column-short", secs(func(s []sec) []sec {
+			i := slices.IndexFunc(s, func(x sec) bool { return x.tag == tagStrings })
+			return slices.Insert(s, i, sec{tagPssAnon, []byte{10, 1}})
+		}), "pss anon: 2 bytes for 3 processes"},
+		{"kernel-short", secs(func(s []sec) []sec {
+			i := slices.IndexFunc(s, func(x sec) bool { return x.tag == tagPID })
+			return slices.Insert(s, i, sec{tagKernel, []byte{1, 2}})
+		}), "kernel: bad or missing number"},
 		{"column-long", secs(func(s []sec) []sec { p := &find(s, tagPPID).p; *p = append(*p, 0); return s }), "ppid: 1 bytes left over"},
 		{"varint-overflow", secs(func(s []sec) []sec {
 			find(s, tagSwap).p = append([]byte{0}, append(bytes.Repeat([]byte{0xff}, 10), 1, 0, 0)...)
@@ -462,7 +470,7 @@ func TestDecodeRefuses(t *testing.T) {
 	t.Run("unknown-sections-skipped", func(t *testing.T) {
 		b := secs(func(s []sec) []sec {
 			i := slices.IndexFunc(s, func(x sec) bool { return x.tag == tagPID })
-			s = slices.Insert(s, i, sec{5, []byte("between")})
+			s = slices.Insert(s, i, sec{15, []byte("between")})
 			return append(s, sec{41, nil}, sec{1 << 40, []byte("a later field")})
 		})
 		var s sample.Snapshot
