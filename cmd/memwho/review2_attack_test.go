@@ -930,4 +930,3 @@ func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
 		})
 	}
 }
-
