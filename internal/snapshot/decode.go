@@ -221,22 +221,7 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 				}
 				return m, malformed("%s: string %d of %d", tagNames[tag], idx, len(st.off))
 			}
-			v := st.get(idx)
-			p := &procs[i]
-			switch tag {
-			case tagName:
-				p.Name = v
-			case tagComm:
-				p.Comm = v
-			case tagExe:
-				p.Exe = v
-			case tagScript:
-				p.Script = v
-			case tagCgroup:
-				p.Cgroup = v
-			default:
-				p.SystemdCgroup = v
-			}
+			*stringField(&procs[i], tag) = st.get(idx)
 		}
 		if err := r.end(); err != nil {
 			return m, err
@@ -264,26 +249,7 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 			if v > limit {
 				return m, malformed("%s: %d<<%d out of range", tagNames[tag], v, shift)
 			}
-			v <<= shift
-			p := &procs[i]
-			switch tag {
-			case tagRAM:
-				p.RAM = v
-			case tagPrivate:
-				p.Private = v
-			case tagShared:
-				p.Shared = v
-			case tagSwap:
-				p.Swap = v
-			case tagPssAnon:
-				p.PssAnon = v
-			case tagPssFile:
-				p.PssFile = v
-			case tagPssShmem:
-				p.PssShmem = v
-			default:
-				p.PrivateHugetlb = v
-			}
+			*figureField(&procs[i], tag) = v << shift
 		}
 		if err := r.end(); err != nil {
 			return m, err

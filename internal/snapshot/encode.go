@@ -178,24 +178,45 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 	return dst
 }
 
-func figure(p *sample.Process, tag uint64) uint64 {
+func figure(p *sample.Process, tag uint64) uint64 { return *figureField(p, int(tag)) }
+
+// figureField is the field of p that figure column tag holds: one
+// mapping for the encoder and the decoder.
+func figureField(p *sample.Process, tag int) *uint64 {
 	switch tag {
 	case tagRAM:
-		return p.RAM
+		return &p.RAM
 	case tagPrivate:
-		return p.Private
+		return &p.Private
 	case tagShared:
-		return p.Shared
+		return &p.Shared
 	case tagPssAnon:
-		return p.PssAnon
+		return &p.PssAnon
 	case tagPssFile:
-		return p.PssFile
+		return &p.PssFile
 	case tagPssShmem:
-		return p.PssShmem
+		return &p.PssShmem
 	case tagPrivateHugetlb:
-		return p.PrivateHugetlb
+		return &p.PrivateHugetlb
 	}
-	return p.Swap
+	return &p.Swap
+}
+
+// stringField is the field of p that string column tag holds.
+func stringField(p *sample.Process, tag int) *string {
+	switch tag {
+	case tagName:
+		return &p.Name
+	case tagComm:
+		return &p.Comm
+	case tagExe:
+		return &p.Exe
+	case tagScript:
+		return &p.Script
+	case tagCgroup:
+		return &p.Cgroup
+	}
+	return &p.SystemdCgroup
 }
 
 // kernelFigures are the values of the kernel section, in its order.
