@@ -40,6 +40,7 @@ var commandList = []cli.Command{
 	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)"},
 	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)"},
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)"},
+	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish"},
 	{Name: "version", Summary: "print the version"},
 	{Name: "help", Summary: "print this help"},
 }
@@ -81,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch name {
 		case "version":
 			fmt.Fprintln(stdout, "memwho", buildVersion())
+		case "completion":
+			err = runCompletion(rest, stdout)
 		case "help":
 			fmt.Fprint(stdout, reportUsage)
 			cli.PrintCommands(stdout, commandList)

@@ -13,7 +13,7 @@ import (
 // TestHelpOnce: usage asked for goes to stdout only, once, with exit 0,
 // for memwho and every subcommand, with --help, -help and -h.
 func TestHelpOnce(t *testing.T) {
-	for _, cmd := range []string{"", "report", "watch"} {
+	for _, cmd := range []string{"", "report", "watch", "completion"} {
 		for _, flag := range []string{"--help", "-help", "-h"} {
 			args := []string{flag}
 			if cmd != "" {
