@@ -58,7 +58,10 @@ func sq(s string) string {
 
 // fishQuote quotes s for fish, which reads \\ and \' inside single quotes.
 func fishQuote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
+	// Backslashes first, so that the quotes' are not doubled. (No
+	// strings.Replacer: it would add its code to the privileged binary.)
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
 }
 
 // shells are what "memwho completion" takes.
