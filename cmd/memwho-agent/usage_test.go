@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/manpage"
 )
 
 // TestHelpOnce: usage asked for goes to stdout only, once, with exit 0,
@@ -56,5 +57,32 @@ func TestUsageErrorOneLine(t *testing.T) {
 				t.Errorf("usage printed on an error: stdout %q stderr %q", stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// TestUsageFlagsDefined: every flag a usage text lists (read as the man
+// pages and memwho's completions read it) is one the command parses.
+func TestUsageFlagsDefined(t *testing.T) {
+	for _, cmd := range []string{"serve", "record", "leaks", "export"} {
+		text, err := manpage.Parse(usage(cmd))
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		flags := text.Flags()
+		if len(flags) < 5 {
+			t.Errorf("%s: %d flags in its usage text", cmd, len(flags))
+		}
+		for _, f := range flags {
+			for _, name := range f.Names {
+				// An unknown flag fails before --help is reached; a known
+				// one is parsed (its value may be refused, which is not
+				// what this checks).
+				var stdout, stderr bytes.Buffer
+				run(context.Background(), []string{cmd, name + "=1", "--help"}, &stdout, &stderr)
+				if strings.Contains(stderr.String(), "not defined") {
+					t.Errorf("memwho %s: %s is in the usage text but not defined: %s", cmd, name, stderr.String())
+				}
+			}
+		}
 	}
 }
