@@ -244,20 +244,10 @@ func commandList(path string) ([]manpage.Command, error) {
 			return false
 		}
 		for _, e := range lit.Elts {
-			var c manpage.Command
-			for _, kv := range e.(*ast.CompositeLit).Elts {
-				kv := kv.(*ast.KeyValueExpr)
-				s, err := strconv.Unquote(kv.Value.(*ast.BasicLit).Value)
-				if err != nil {
-					ferr = err
-					return false
-				}
-				switch kv.Key.(*ast.Ident).Name {
-				case "Name":
-					c.Name = s
-				case "Summary":
-					c.Summary = s
-				}
+			c, err := command(e)
+			if err != nil {
+				ferr = fmt.Errorf("%s: commandList: %w", path, err)
+				return false
 			}
 			list = append(list, c)
 		}
@@ -267,4 +257,38 @@ func commandList(path string) ([]manpage.Command, error) {
 		ferr = fmt.Errorf("%s: no commandList", path)
 	}
 	return list, ferr
+}
+
+// command reads one {Name: "...", Summary: "..."} element of a command list.
+func command(e ast.Expr) (manpage.Command, error) {
+	var c manpage.Command
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		return c, errors.New("an element is not a composite literal")
+	}
+	for _, el := range lit.Elts {
+		kv, ok := el.(*ast.KeyValueExpr)
+		if !ok {
+			return c, errors.New("an element's fields are not keyed")
+		}
+		key, ok1 := kv.Key.(*ast.Ident)
+		val, ok2 := kv.Value.(*ast.BasicLit)
+		if !ok1 || !ok2 || val.Kind != token.STRING {
+			return c, errors.New("a field is not a string literal")
+		}
+		s, err := strconv.Unquote(val.Value)
+		if err != nil {
+			return c, err
+		}
+		switch key.Name {
+		case "Name":
+			c.Name = s
+		case "Summary":
+			c.Summary = s
+		}
+	}
+	if c.Name == "" || c.Summary == "" {
+		return c, fmt.Errorf("an element lacks its Name or Summary: %+v", c)
+	}
+	return c, nil
 }
