@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests use: tmux drives the live view, prometheus
 # scrapes the agent, postgresql and openssh hold history and receive
 # exports, util-linux makes swap, libcap2-bin sets file capabilities,
-# podman (with runc) runs a real container for --by container.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc)
+# podman (with runc) runs a real container for --by container, groff
+# renders the man pages, zsh and fish check the completion scripts.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -25,8 +25,12 @@ type Command struct{ Name, Summary string }
 // PrintCommands writes the command list under a "Commands:" heading.
 func PrintCommands(w io.Writer, list []Command) {
 	fmt.Fprintln(w, "\nCommands:")
+	width := 0
 	for _, c := range list {
-		fmt.Fprintf(w, "  %-8s %s\n", c.Name, c.Summary)
+		width = max(width, len(c.Name))
+	}
+	for _, c := range list {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.Name, c.Summary)
 	}
 }
 
