@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -122,10 +123,46 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&filter, "filter", "", "")
 	fs.IntVar(&top, "top", 0, "")
 	fs.BoolVar(&asJSON, "json", false, "")
-	files, err := cli.ParseArgs(fs, diffUsage, args, stdout, 2, "two snapshot files, BEFORE and AFTER")
-	if err != nil {
-		return err
+	// The history's flags: memwho-agent reads them (runAgent), since only
+	// it links the store. They are parsed here all the same, so that
+	// what is handed over is decided by the flags as parsed.
+	var since, to, db, host, procDir, socket string
+	var fast, fresh bool
+	fs.StringVar(&since, "since", "", "")
+	fs.StringVar(&to, "to", "", "")
+	fs.StringVar(&db, "db", "", "")
+	fs.StringVar(&host, "host", "", "")
+	fs.StringVar(&procDir, "proc", "/proc", "")
+	fs.StringVar(&socket, "agent-socket", "", "")
+	fs.BoolVar(&fast, "fast", false, "")
+	fs.BoolVar(&fresh, "fresh", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, diffUsage)
+			return cli.ErrHelp
+		}
+		return &cli.UsageError{Msg: err.Error()}
 	}
+	if since != "" {
+		if fs.NArg() > 0 {
+			return cli.Usagef("--since compares with the history, not with snapshot files (memwho diff BEFORE AFTER compares files)")
+		}
+		return runAgent("diff", args)
+	}
+	history := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "to", "db", "host", "proc", "agent-socket", "fast", "fresh":
+			history = true
+		}
+	})
+	if history {
+		return cli.Usagef("--to, --db, --host, --proc, --agent-socket, --fast and --fresh go with --since")
+	}
+	if fs.NArg() != 2 {
+		return cli.Usagef("want two snapshot files, BEFORE and AFTER (flags first), or --since TIME; got %d argument(s)", fs.NArg())
+	}
+	files := fs.Args()
 	groupBy, err := sample.ParseBy(by)
 	if err != nil {
 		return cli.Usagef("--by: %v", err)
