@@ -94,16 +94,14 @@ func TestLedgerAddsUp(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(zram, "mm_stat"), []byte("8192000 2048000 2101248 0 2101248 0 0 0 0\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r := runLedger(t, "--proc", procDir)
-			found := false
-			for _, l := range r.System.Ledger {
-				if l.Name == "zram devices" {
-					found = l.Bytes == 2101248
-				}
+			checkZram(t, runLedger(t, "--proc", procDir))
+			// A snapshot of the tree carries the zram devices too.
+			file := filepath.Join(root, "s.mwsnap")
+			var stderr bytes.Buffer
+			if rc := run(context.Background(), []string{"snapshot", "--fresh", "--proc", procDir, "-o", file}, &bytes.Buffer{}, &stderr); rc != 0 {
+				t.Fatalf("memwho snapshot: exit %d: %s", rc, stderr.String())
 			}
-			if !found {
-				t.Errorf("no zram devices line of 2101248 bytes: %+v", r.System.Ledger)
-			}
+			checkZram(t, runLedger(t, "--from", file))
 		})
 	}
 	if n == 0 {
@@ -117,6 +115,19 @@ func TestLedgerLive(t *testing.T) {
 		t.Skip("no /proc/meminfo")
 	}
 	runLedger(t)
+}
+
+func checkZram(t *testing.T, r ledgerReport) {
+	t.Helper()
+	found := false
+	for _, l := range r.System.Ledger {
+		if l.Name == "zram devices" {
+			found = l.Bytes == 2101248
+		}
+	}
+	if !found {
+		t.Errorf("no zram devices line of 2101248 bytes: %+v", r.System.Ledger)
+	}
 }
 
 func hasMeminfo(a *txtar.Archive) bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/memwho/memwho/internal/atomicfile"
@@ -14,6 +15,7 @@ import (
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
@@ -65,6 +67,13 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	} else if report.IsTerminal(stdout) {
 		return cli.Usagef("a snapshot is binary: write it with -o FILE or redirect standard output")
 	}
+	// The zram devices of the host the tree is of, read as the report's
+	// --system reads them, so that the file carries the ledger's line.
+	var zram uint64
+	var zramErr error
+	if root := container.RootFor(procDir); root != "" {
+		zram, zramErr = proc.ZramUsed(filepath.Join(root, "sys"))
+	}
 	snap, fromAgent, note, err := agentF.fetch(procDir, agentNeeds{by: sample.ByUnit, conns: conns, system: true}, stderr)
 	if err != nil {
 		return err
@@ -86,6 +95,13 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	// An agent that reads zram itself has the figure of its walk.
+	if snap.MeminfoOK && snap.Meminfo.Zram == 0 {
+		snap.Meminfo.Zram = zram
+	}
+	if zramErr != nil {
+		fmt.Fprintf(stderr, "memwho: zram: %v: the snapshot counts the devices read before it\n", zramErr)
 	}
 	return snapshot.WriteFile(w, snap, taken)
 }
