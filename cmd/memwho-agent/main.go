@@ -37,6 +37,7 @@ var commandList = []cli.Command{
 	{Name: "record", Summary: "sample memory periodically into a history database"},
 	{Name: "leaks", Summary: "rank what grows in the recorded history (leak suspects)"},
 	{Name: "export", Summary: "write recorded history as CSV (gzip, SFTP upload)"},
+	{Name: "diff", Summary: "compare now, or another time, with the recorded history (--since 1h)"},
 	{Name: "version", Summary: "print the version"},
 	{Name: "help", Summary: "print this help"},
 }
@@ -78,13 +79,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = runLeaks(ctx, rest, stdout, stderr)
 		case "export":
 			err = runExport(ctx, rest, stdout, stderr)
+		case "diff":
+			err = runDiff(ctx, rest, stdout, stderr)
 		case "version":
 			fmt.Fprintln(stdout, "memwho-agent", buildVersion())
 		case "help":
 			fmt.Fprintln(stdout, "Usage: memwho-agent COMMAND [flags]   (memwho runs it as memwho COMMAND)")
 			cli.PrintCommands(stdout, commandList)
 		case "":
-			err = cli.Usagef("a command comes first: serve, record, leaks or export")
+			err = cli.Usagef("a command comes first: serve, record, leaks, export or diff")
 		default:
 			err = cli.Usagef("unknown command %q", name)
 		}

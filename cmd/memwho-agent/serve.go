@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/memwho/memwho/internal/agent"
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/sample"
@@ -85,6 +87,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer procFS.Close()
 	opt.Engine.FS = procFS
+	if root := container.RootFor(f.procDir); root != "" {
+		opt.SysRoot = filepath.Join(root, "sys")
+	}
 
 	a, err := agent.New(opt)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // TestHelpOnce: usage asked for goes to stdout only, once, with exit 0,
 // for every command of memwho-agent, with --help, -help and -h.
 func TestHelpOnce(t *testing.T) {
-	for _, cmd := range []string{"serve", "record", "leaks", "export"} {
+	for _, cmd := range []string{"serve", "record", "leaks", "export", "diff"} {
 		for _, flag := range []string{"--help", "-help", "-h"} {
 			args := []string{cmd, flag}
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -41,6 +41,7 @@ func TestUsageErrorOneLine(t *testing.T) {
 		{"record", "--bogus"},
 		{"leaks", "--bogus"},
 		{"export", "--bogus"},
+		{"diff", "--bogus"},
 		{"bogus"},
 		{"--bogus"},
 	} {

@@ -10,7 +10,8 @@ import (
 	"github.com/memwho/memwho/internal/privilege"
 )
 
-// agentBinary is the program that holds serve, record, leaks and export.
+// agentBinary is the program that holds serve, record, leaks, export
+// and diff --since.
 const agentBinary = "memwho-agent"
 
 // execAgent replaces this process with memwho-agent; tests replace it.
@@ -23,11 +24,12 @@ var execAgent = func(path string, argv []string) error {
 // program the user runs: when this exec of memwho gained privilege (file
 // capabilities or setuid: AT_SECURE), every capability is given up first,
 // and no_new_privs (privilege.Setup) keeps the next exec from gaining
-// any. leaks and export never keep one, as before the split. serve and
+// any. leaks, export and diff (--since) never keep one, as before the
+// split. serve and
 // record started by root or by a unit with ambient capabilities keep
 // those, as memwho-agent's own policy expects (privilege.ScanPolicy).
 func runAgent(name string, args []string) error {
-	if privilege.SecureExec() || name == "leaks" || name == "export" {
+	if privilege.SecureExec() || name == "leaks" || name == "export" || name == "diff" {
 		if err := privilege.Drop(); err != nil {
 			return err
 		}

@@ -52,6 +52,10 @@ func TestRunAgentArgs(t *testing.T) {
 		{"record", "--db", "x.db", "--count", "1"},
 		{"leaks", "--help"},
 		{"export", "--since", "1h"},
+		// diff goes over only with --since, as parsed: a value that
+		// merely looks like it stays memwho's (see TestDiffSinceUsage).
+		{"diff", "--since", "1h", "--by", "user"},
+		{"diff", "--json", "--since=2h", "--to", "1h"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
@@ -140,5 +144,32 @@ func TestAgentEndToEnd(t *testing.T) {
 	_, errOut, code := runBin("export")
 	if code != cli.ExitFailure || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "memwho-agent, which is not installed beside") {
 		t.Errorf("memwho export without memwho-agent: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestDiffSinceUsage: memwho decides whether diff is memwho-agent's by
+// its parsed flags. --since with files, or the history's flags without
+// --since, are usage errors here, and nothing is handed over (the exec
+// would fail with errNoExec).
+func TestDiffSinceUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"diff", "--since", "1h", "a.mwsnap", "b.mwsnap"}, "not with snapshot files"},
+		{[]string{"diff", "--to", "1h", "a.mwsnap", "b.mwsnap"}, "go with --since"},
+		{[]string{"diff", "--db", "h.db"}, "go with --since"},
+		// A file named like the flag is a file.
+		{[]string{"diff", "--", "--since", "1h"}, "--since: no such file"},
+		{[]string{"diff", "x.mwsnap"}, "want two snapshot files"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), c.args, &stdout, &stderr)
+			if code == cli.ExitOK || !strings.Contains(stderr.String(), c.msg) || strings.Contains(stderr.String(), errNoExec.Error()) {
+				t.Errorf("exit %d, stderr %q; want a failure with %q", code, stderr.String(), c.msg)
+			}
+		})
 	}
 }

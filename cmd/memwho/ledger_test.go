@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/tools/txtar"
 
 	"github.com/memwho/memwho/internal/proc/proctest"
@@ -25,6 +26,10 @@ type ledgerReport struct {
 			Source string `json:"source"`
 			Bytes  int64  `json:"bytes"`
 		} `json:"ledger"`
+		Tmpfs []struct {
+			Mount string `json:"mount"`
+			Used  int64  `json:"used_bytes"`
+		} `json:"tmpfs"`
 		SwapLedger []struct {
 			Name  string `json:"name"`
 			Bytes int64  `json:"bytes"`
@@ -95,15 +100,17 @@ func TestLedgerAddsUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := runLedger(t, "--proc", procDir)
-			found := false
-			for _, l := range r.System.Ledger {
-				if l.Name == "zram devices" {
-					found = l.Bytes == 2101248
-				}
+			checkZram(t, r)
+			if len(r.System.Tmpfs) != 0 {
+				t.Errorf("tmpfs mounts of this host beside a captured tree: %+v", r.System.Tmpfs)
 			}
-			if !found {
-				t.Errorf("no zram devices line of 2101248 bytes: %+v", r.System.Ledger)
+			// A snapshot of the tree carries the zram devices too.
+			file := filepath.Join(root, "s.mwsnap")
+			var stderr bytes.Buffer
+			if rc := run(context.Background(), []string{"snapshot", "--fresh", "--proc", procDir, "-o", file}, &bytes.Buffer{}, &stderr); rc != 0 {
+				t.Fatalf("memwho snapshot: exit %d: %s", rc, stderr.String())
 			}
+			checkZram(t, runLedger(t, "--from", file))
 		})
 	}
 	if n == 0 {
@@ -119,6 +126,19 @@ func TestLedgerLive(t *testing.T) {
 	runLedger(t)
 }
 
+func checkZram(t *testing.T, r ledgerReport) {
+	t.Helper()
+	found := false
+	for _, l := range r.System.Ledger {
+		if l.Name == "zram devices" {
+			found = l.Bytes == 2101248
+		}
+	}
+	if !found {
+		t.Errorf("no zram devices line of 2101248 bytes: %+v", r.System.Ledger)
+	}
+}
+
 func hasMeminfo(a *txtar.Archive) bool {
 	for _, f := range a.Files {
 		if f.Name == "meminfo" {
@@ -126,4 +146,41 @@ func hasMeminfo(a *txtar.Archive) bool {
 		}
 	}
 	return false
+}
+
+// TestLedgerTmpfs mounts a tmpfs with a hostile name (as root; skipped
+// otherwise), puts 1 MiB in it, and finds it under the ledger's
+// shmem/tmpfs line: decoded in JSON, sanitised in the table.
+func TestLedgerTmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "a b\nc\x1b[31m")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("memwho-test", dir, "tmpfs", 0, "size=8m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runLedger(t)
+	found := false
+	for _, m := range r.System.Tmpfs {
+		if m.Mount == dir {
+			found = m.Used >= 1<<20 && m.Used <= 2<<20
+		}
+	}
+	if !found {
+		t.Errorf("no tmpfs %q holding about 1 MiB: %+v", dir, r.System.Tmpfs)
+	}
+	var out, errb bytes.Buffer
+	if rc := run(context.Background(), []string{"--system", "--fresh"}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), `a b\nc\x1b[31m`) || strings.ContainsRune(out.String(), 0x1b) {
+		t.Errorf("the mount point is not shown sanitised:\n%q", out.String())
+	}
 }

@@ -35,7 +35,7 @@ var commandList = []cli.Command{
 	{Name: "report", Summary: "who uses RAM and swap now (the default)"},
 	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects"},
 	{Name: "snapshot", Summary: "write what a report needs to a file, to read later (--from) or compare (diff)"},
-	{Name: "diff", Summary: "compare two snapshot files: what grew, shrank, appeared, vanished"},
+	{Name: "diff", Summary: "compare two snapshot files, or now with the history (--since 1h): what grew, shrank"},
 	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)"},
 	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)"},
 	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)"},

@@ -180,6 +180,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		fmt.Fprintf(stderr, "memwho: zram: %v: its line of the ledger counts the devices read before it\n", zramErr)
 	}
 
+	var tmpfs []sample.TmpfsUse
+	var tmpfsMore int
+	if f.system && f.from == "" && snap.MeminfoOK {
+		if tmpfs, tmpfsMore, err = tmpfsUsage(f.procDir); err != nil {
+			fmt.Fprintf(stderr, "memwho: tmpfs mounts: %v: the ledger lists none\n", err)
+		}
+	}
+
 	// The host's ledger (--system) counts every process, before -p, -u,
 	// --filter and --top choose the rows.
 	host := sample.SumProcs(snap.Procs)
@@ -208,6 +216,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Host:      &host,
 		Conns:     snap.ConnsOK && f.conns,
 		Split:     f.split,
+		Tmpfs:     tmpfs,
+		TmpfsMore: tmpfsMore,
 	}); err != nil {
 		return err
 	}
@@ -272,4 +282,45 @@ func scanOnce(procDir string, opt engine.Options, conns, sandbox bool, stderr io
 		return nil, nil, err
 	}
 	return snap, warnings, nil
+}
+
+// tmpfsUsage lists the tmpfs mounts of memwho's mount namespace with
+// what each holds (the ledger's informational sub-lines), when procDir
+// is the kernel's procfs: the mount points of a captured tree are
+// another host's. Every capability is given up first, so statfs runs
+// with the user's rights: a mount beneath a directory the user may not
+// search is left out. A mount point hostile users chose (they can in a
+// user namespace of their own only, which is not this one) is only
+// statfs'd, and its name is sanitised by the renderers.
+func tmpfsUsage(procDir string) ([]sample.TmpfsUse, int, error) {
+	if err := privilege.Drop(); err != nil {
+		return nil, 0, err
+	}
+	fs, err := proc.Open(procDir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer fs.Close()
+	if !fs.IsProcfsRoot() {
+		return nil, 0, nil
+	}
+	mounts, more, err := proc.TmpfsMounts(fs)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]sample.TmpfsUse, 0, len(mounts))
+	seen := make(map[string]bool, len(mounts))
+	for _, m := range mounts {
+		// A mount point mounted over is listed once: statfs sees the top
+		// mount only. The same tmpfs bind-mounted elsewhere is listed
+		// at each of its mount points, as df lists it.
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		if used, err := proc.TmpfsUsed(m); err == nil {
+			out = append(out, sample.TmpfsUse{Mount: m, Used: used})
+		}
+	}
+	return out, more, nil
 }

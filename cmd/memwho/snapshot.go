@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/memwho/memwho/internal/atomicfile"
@@ -13,6 +15,7 @@ import (
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
@@ -64,6 +67,13 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	} else if report.IsTerminal(stdout) {
 		return cli.Usagef("a snapshot is binary: write it with -o FILE or redirect standard output")
 	}
+	// The zram devices of the host the tree is of, read as the report's
+	// --system reads them, so that the file carries the ledger's line.
+	var zram uint64
+	var zramErr error
+	if root := container.RootFor(procDir); root != "" {
+		zram, zramErr = proc.ZramUsed(filepath.Join(root, "sys"))
+	}
 	snap, fromAgent, note, err := agentF.fetch(procDir, agentNeeds{by: sample.ByUnit, conns: conns, system: true}, stderr)
 	if err != nil {
 		return err
@@ -85,6 +95,13 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	// An agent that reads zram itself has the figure of its walk.
+	if snap.MeminfoOK && snap.Meminfo.Zram == 0 {
+		snap.Meminfo.Zram = zram
+	}
+	if zramErr != nil {
+		fmt.Fprintf(stderr, "memwho: zram: %v: the snapshot counts the devices read before it\n", zramErr)
 	}
 	return snapshot.WriteFile(w, snap, taken)
 }
@@ -122,10 +139,46 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&filter, "filter", "", "")
 	fs.IntVar(&top, "top", 0, "")
 	fs.BoolVar(&asJSON, "json", false, "")
-	files, err := cli.ParseArgs(fs, diffUsage, args, stdout, 2, "two snapshot files, BEFORE and AFTER")
-	if err != nil {
-		return err
+	// The history's flags: memwho-agent reads them (runAgent), since only
+	// it links the store. They are parsed here all the same, so that
+	// what is handed over is decided by the flags as parsed.
+	var since, to, db, host, procDir, socket string
+	var fast, fresh bool
+	fs.StringVar(&since, "since", "", "")
+	fs.StringVar(&to, "to", "", "")
+	fs.StringVar(&db, "db", "", "")
+	fs.StringVar(&host, "host", "", "")
+	fs.StringVar(&procDir, "proc", "/proc", "")
+	fs.StringVar(&socket, "agent-socket", "", "")
+	fs.BoolVar(&fast, "fast", false, "")
+	fs.BoolVar(&fresh, "fresh", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, diffUsage)
+			return cli.ErrHelp
+		}
+		return &cli.UsageError{Msg: err.Error()}
 	}
+	if since != "" {
+		if fs.NArg() > 0 {
+			return cli.Usagef("--since compares with the history, not with snapshot files (memwho diff BEFORE AFTER compares files)")
+		}
+		return runAgent("diff", args)
+	}
+	history := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "to", "db", "host", "proc", "agent-socket", "fast", "fresh":
+			history = true
+		}
+	})
+	if history {
+		return cli.Usagef("--to, --db, --host, --proc, --agent-socket, --fast and --fresh go with --since")
+	}
+	if fs.NArg() != 2 {
+		return cli.Usagef("want two snapshot files, BEFORE and AFTER (flags first), or --since TIME; got %d argument(s)", fs.NArg())
+	}
+	files := fs.Args()
 	groupBy, err := sample.ParseBy(by)
 	if err != nil {
 		return cli.Usagef("--by: %v", err)

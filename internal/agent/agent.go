@@ -45,6 +45,7 @@ import (
 
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/sample"
 )
 
@@ -76,6 +77,11 @@ type Options struct {
 	// (engine NeedUID and NeedCgroup), so that a client of Latest can
 	// group the snapshot any way.
 	FullDetail bool
+	// SysRoot, when set, is the sysfs tree whose zram devices every walk
+	// adds to the snapshot's Meminfo.Zram (proc.ZramUsed: one directory
+	// read and one small file per zram device), so that snapshots carry
+	// the ledger's zram line.
+	SysRoot string
 }
 
 // Defaults for Options.
@@ -408,6 +414,11 @@ func (a *Agent) walk(f *flight, start time.Time) {
 		a.beforeWalk()
 	}
 	err := a.eng.Scan(snap)
+	if err == nil && snap.MeminfoOK && a.opt.SysRoot != "" {
+		// A malformed mm_stat leaves the devices read before it: the
+		// ledger's zram line is informational, the walk stands.
+		snap.Meminfo.Zram, _ = proc.ZramUsed(a.opt.SysRoot)
+	}
 	dur := time.Since(start)
 	st := &state{snap: snap, buf: buf, time: start, err: err, walkDur: dur, oldest: start}
 	stats := a.eng.Stats()

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -166,5 +168,27 @@ func TestFullDetail(t *testing.T) {
 		if eo := a.eng.Options(); eo.NeedUID != full || eo.NeedCgroup != full || (uids == len(snap.Procs)) != full {
 			t.Errorf("FullDetail %v: NeedUID %v NeedCgroup %v, %d of %d with a UID", full, eo.NeedUID, eo.NeedCgroup, uids, len(snap.Procs))
 		}
+	}
+}
+
+// TestSysRootZram: with SysRoot, every walk puts the zram devices' RAM
+// into the snapshot's meminfo, so that snapshots carry the ledger's zram
+// line; a device added between walks is counted at the next.
+func TestSysRootZram(t *testing.T) {
+	sys := t.TempDir()
+	a := newAgent(t, Options{Engine: engine.Options{FS: fstest.Open(t, proctest.Root(t, "testdata/sockets.txtar"))}, SysRoot: sys})
+	if snap, _, _ := a.Latest(); !snap.MeminfoOK || snap.Meminfo.Zram != 0 {
+		t.Fatalf("no zram device: MeminfoOK %v, Zram %d", snap.MeminfoOK, snap.Meminfo.Zram)
+	}
+	dev := filepath.Join(sys, "block", "zram0")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dev, "mm_stat"), []byte("8192000 2048000 2101248 0 2101248 0 0 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.freshMin = 0
+	if snap, _, ok := a.Fresh(context.Background(), time.Nanosecond, time.Minute); !ok || snap.Meminfo.Zram != 2101248 {
+		t.Errorf("Zram %d, want 2101248", snap.Meminfo.Zram)
 	}
 }

@@ -190,6 +190,15 @@ func goldenCases() []goldenCase {
 	pidConns.Conns = true
 	// --top 2 --system: the ledger is every process's, not the rows'.
 	all := sum(hostile)
+	// tmpfs mounts beside the full ledger: hostile mount points, one
+	// empty (left out of the table), one left out of the list.
+	progSysTmpfs := progSys
+	progSysTmpfs.Tmpfs = []sample.TmpfsUse{
+		{Mount: "/dev/shm", Used: 96 << 20},
+		{Mount: "/run/user/1000", Used: 0},
+		{Mount: "/home/eve/a b\nc\x1b[31m\xff", Used: 512 << 20},
+	}
+	progSysTmpfs.TmpfsMore = 1
 	progSysTop := progSys
 	progSysTop.Host = &all
 	top2 := hostile[len(hostile)-2:]
@@ -208,8 +217,8 @@ func goldenCases() []goldenCase {
 	progSplit := prog
 	progSplit.Split = true
 	return []goldenCase{
-		{"table_system_full", tableFn, fullGroups, sum(fullGroups), full, progSys},
-		{"json_system_full", jsonFn, fullGroups, sum(fullGroups), full, progSys},
+		{"table_system_full", tableFn, fullGroups, sum(fullGroups), full, progSysTmpfs},
+		{"json_system_full", jsonFn, fullGroups, sum(fullGroups), full, progSysTmpfs},
 		{"table_split", tableFn, est, sum(est), denied, progSplit},
 		{"table_system_top", tableFn, top2, sum(top2), snapshot(true), progSysTop},
 		{"json_system_top", jsonFn, top2, sum(top2), snapshot(true), progSysTop},

@@ -52,7 +52,12 @@ const Schema = "memwho.report/v1"
 //	                     "source", "bytes"} whose bytes sum exactly to
 //	                     mem_total_bytes, every line always present, the
 //	                     last ("not accounted") signed; swap_ledger: the
-//	                     same for swap_total_bytes
+//	                     same for swap_total_bytes; tmpfs: tmpfs mounts
+//	                     as {"mount", "used_bytes"} (statfs; not part
+//	                     of the ledger's sum: their pages may be swapped
+//	                     out or mapped by processes), [] when not read
+//	                     (a snapshot file, a tree not the live /proc);
+//	                     tmpfs_more: mounts left out of that list
 //	skipped              processes left out: {"gone": exited during the
 //	                     scan, "kernel": kernel threads and zombies,
 //	                     "broken": stat or status unparsable}
@@ -128,6 +133,18 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		buf = strconv.AppendInt(buf, l.FreeUsedProcps3, 10)
 		buf = appendJSONLedger(buf, "ledger", l.RAM)
 		buf = appendJSONLedger(buf, "swap_ledger", l.Swap)
+		buf = append(buf, `,"tmpfs":[`...)
+		for i, m := range opt.Tmpfs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"mount":`...)
+			buf = appendJSONString(buf, m.Mount)
+			buf = appendJSONUint(buf, "used_bytes", m.Used, true)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+		buf = appendJSONInt(buf, "tmpfs_more", opt.TmpfsMore, true)
 		buf = append(buf, '}')
 	}
 	buf = append(buf, `,"skipped":{`...)

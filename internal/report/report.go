@@ -53,6 +53,11 @@ type Options struct {
 	// /proc/meminfo. nil means the rows are every process, and the total
 	// serves.
 	Host *sample.Group
+	// Tmpfs lists tmpfs mounts and what each holds, shown under the
+	// ledger's shmem/tmpfs line with System (informational: not summed);
+	// TmpfsMore counts the mounts left out of the list.
+	Tmpfs     []sample.TmpfsUse
+	TmpfsMore int
 	// Conns adds the groups' ESTABLISHED TCP connections (Group.Conns):
 	// a "TCP" column in the table, a tcp_established member in JSON
 	// group objects and a last tcp_established column in CSV. The

@@ -265,6 +265,9 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 			mark = procMark
 		}
 		buf = t.ledgerLine(buf, line, mark, i == len(l.RAM)-1 || line.Name == "free")
+		if line.Name == sample.ShmemLedgerLine {
+			buf = t.tmpfs(buf)
+		}
 	}
 	buf = t.sysLine(buf, "= total RAM", 0, m.MemTotal, "MemTotal")
 
@@ -307,6 +310,39 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 	case sample.AvailableUpperBound:
 		buf = t.mark(buf, markEstimate)
 		buf = append(buf, " no MemAvailable in /proc/meminfo and no /proc/zoneinfo: estimated from MemFree, the file LRUs and reclaimable slab without the zone watermarks; free's used may be understated\n"...)
+	}
+	return buf
+}
+
+// tmpfsSource is the note of the first tmpfs sub-line.
+const tmpfsSource = "statfs: blocks in use; not summed: a tmpfs's pages may be swapped out or mapped by processes"
+
+// tmpfs writes the tmpfs mounts (Options.Tmpfs) as sub-lines of the
+// shmem/tmpfs line, mount points sanitised, those of 0 bytes left out.
+func (t *table) tmpfs(buf []byte) []byte {
+	first := true
+	for _, m := range t.opt.Tmpfs {
+		if m.Used == 0 {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, "    tmpfs "...)
+		buf = Sanitize(buf, m.Mount)
+		buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
+		buf = t.cell(buf, 0, m.Used, markedWidth)
+		if first {
+			buf = append(buf, "  "...)
+			buf = append(buf, tmpfsSource...)
+			first = false
+		}
+		buf = append(buf, '\n')
+	}
+	if t.opt.TmpfsMore > 0 {
+		buf = append(buf, "    and "...)
+		buf = strconv.AppendInt(buf, int64(t.opt.TmpfsMore), 10)
+		buf = append(buf, " more tmpfs mounts (at most "...)
+		buf = strconv.AppendInt(buf, int64(len(t.opt.Tmpfs)), 10)
+		buf = append(buf, " listed)\n"...)
 	}
 	return buf
 }

@@ -12,6 +12,19 @@ type LedgerLine struct {
 	Bytes int64
 }
 
+// TmpfsUse is what one tmpfs mount holds, shown beside the ledger's
+// shmem/tmpfs line for information: it is not one of the lines that add
+// up, since a tmpfs's pages may be swapped out or mapped by processes
+// (and so counted on other lines).
+type TmpfsUse struct {
+	// Mount is the mount point as mountinfo gives it, escapes decoded:
+	// any bytes; renderers must sanitise it.
+	Mount string
+	// Used is the mount's blocks in use times the block size (statfs),
+	// in bytes.
+	Used uint64
+}
+
 // Ledger is the host's memory itemised so that it adds up: RAM's lines
 // sum exactly to MemTotal and swap's to SwapTotal, each ending with a
 // remainder for what the kernel does not itemise.
@@ -41,6 +54,10 @@ func capped(v uint64) int64 { return int64(min(v, ledgerMax)) }
 // over-count (estimates count shared pages in full) shows 0, and the
 // excess turns up, negative, in the remainder.
 func sub(a, b int64) int64 { return max(a-b, 0) }
+
+// ShmemLedgerLine is the name of the RAM ledger's line of shmem and tmpfs
+// no process maps, under which renderers list tmpfs mounts (TmpfsUse).
+const ShmemLedgerLine = "shmem/tmpfs no process maps"
 
 // Sources of the remainders, shared by the renderers' notes.
 const (
@@ -79,7 +96,7 @@ func HostLedger(host *Group, m *Meminfo) Ledger {
 		{"processes: not split", "Pss - Pss_Anon - Pss_File - Pss_Shmem: no split before kernel 5.8, else each rounded to kB", unsplit},
 		{"page cache no process maps", "Cached + Buffers - Shmem - processes' file-backed",
 			sub(capped(m.Cached)+capped(m.Buffers)-shmemAll, file)},
-		{"shmem/tmpfs no process maps", "Shmem - processes' shmem", sub(shmemAll, shmem)},
+		{ShmemLedgerLine, "Shmem - processes' shmem", sub(shmemAll, shmem)},
 		{"kernel: slab, reclaimable", "SReclaimable", capped(m.SReclaimable)},
 		{"kernel: slab, unreclaimable", "SUnreclaim", capped(m.SUnreclaim)},
 		{"kernel: page tables", "PageTables + SecPageTables", capped(m.PageTables)},

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/container"
+	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot"
+	"github.com/memwho/memwho/internal/store"
+)
+
+var diffUsage = usage("diff")
+
+// defaultAgentSocket is where diff asks for the agent's latest snapshot
+// as "now". The tests clear it: an agent running on the test machine
+// must not answer for their /proc.
+var defaultAgentSocket = snapshot.DefaultSocket
+
+// minSlack is the least distance between the time asked for and the
+// recorded sample diff takes for it; see sampleSlack.
+const minSlack = 5 * time.Minute
+
+// sampleSlack is how far from t a recorded sample may be and still stand
+// for it: a quarter of the way back from now, at least minSlack. "1h
+// ago" is then a sample between 45 and 75 minutes old, whatever
+// record's --interval, and never the one of a minute ago.
+func sampleSlack(now, t time.Time) time.Duration {
+	return max(now.Sub(t)/4, minSlack)
+}
+
+type diffFlags struct {
+	history         historyFlags
+	since, to, host string
+	by, filter      string
+	procDir, socket string
+	top             int
+	asJSON, fresh   bool
+	fast            bool
+}
+
+func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("memwho diff")
+	var f diffFlags
+	f.history.register(fs)
+	fs.StringVar(&f.since, "since", "", "")
+	fs.StringVar(&f.to, "to", "", "")
+	fs.StringVar(&f.host, "host", "", "")
+	fs.StringVar(&f.by, "by", "program", "")
+	fs.StringVar(&f.filter, "filter", "", "")
+	fs.IntVar(&f.top, "top", 0, "")
+	fs.BoolVar(&f.asJSON, "json", false, "")
+	fs.StringVar(&f.procDir, "proc", proc.DefaultRoot, "")
+	fs.BoolVar(&f.fast, "fast", false, "")
+	fs.BoolVar(&f.fresh, "fresh", false, "")
+	fs.StringVar(&f.socket, "agent-socket", defaultAgentSocket, "")
+	if err := cli.Parse(fs, diffUsage, args, stdout); err != nil {
+		var ue *cli.UsageError
+		if errors.As(err, &ue) && fs.NArg() > 0 {
+			return cli.Usagef("--since compares with the history, not with snapshot files (memwho diff BEFORE AFTER compares files)")
+		}
+		return err
+	}
+	if f.since == "" {
+		return cli.Usagef("--since DURATION is required (memwho diff BEFORE AFTER compares snapshot files)")
+	}
+	kind, err := store.ParseKind(f.by)
+	if err != nil || kind == store.KindProcess {
+		return cli.Usagef("--by: want program, user, cgroup, unit, slice or container (what record --groups stores), got %q", f.by)
+	}
+	re, err := cli.CompileFilter(f.filter)
+	if err != nil {
+		return err
+	}
+	if f.top < 0 {
+		return cli.Usagef("--top: must not be negative")
+	}
+	now := time.Now()
+	then, err := cli.ParseTime(f.since, now)
+	if err != nil {
+		return cli.Usagef("--since: %v", err)
+	}
+	var to time.Time
+	if f.to != "" {
+		if to, err = cli.ParseTime(f.to, now); err != nil {
+			return cli.Usagef("--to: %v", err)
+		}
+		if !to.After(then) {
+			return cli.Usagef("--to must be later than --since")
+		}
+	}
+	self, err := os.Hostname()
+	if err != nil && f.host == "" {
+		return fmt.Errorf("host name: %w (use --host)", err)
+	}
+	host := f.host
+	if host == "" {
+		host = self
+	}
+	if f.to == "" && host != self {
+		return cli.Usagef("--host %s is not this host: compare two times of its history with --to", cli.OneLine(host))
+	}
+	db, err := f.history.target()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, db, store.OpenOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var sides [2]report.DiffSide
+	var groups [2][]sample.Group
+	histName := "history of " + host
+	if groups[0], sides[0].Taken, err = recordedGroups(ctx, st, host, kind, then, now); err != nil {
+		return err
+	}
+	sides[0].Name = histName
+	if f.to != "" {
+		groups[1], sides[1].Taken, err = recordedGroups(ctx, st, host, kind, to, now)
+		sides[1].Name = histName
+	} else {
+		groups[1], sides[1], err = f.nowGroups(kind, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range groups {
+		groups[i] = sample.Filter(groups[i], re)
+	}
+	changes := sample.Diff(groups[0], groups[1])
+	if f.top > 0 && len(changes) > f.top {
+		changes = changes[:f.top]
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if f.asJSON {
+		return report.DiffJSON(stdout, changes, sides[0], sides[1], kind.String())
+	}
+	return report.DiffTable(stdout, changes, sides[0], sides[1], report.KeyHeader(byOf(kind)))
+}
+
+// byOf is the grouping of `memwho report --by` that makes the groups of
+// kind k.
+func byOf(k store.Kind) sample.By {
+	b, err := sample.ParseBy(k.String())
+	if err != nil {
+		return sample.ByProgram
+	}
+	return b
+}
+
+// recordedGroups returns the groups of kind k of host's sample nearest
+// to t, and that sample's time; an error when no sample lies within
+// sampleSlack of t or the sample holds no group of kind k.
+func recordedGroups(ctx context.Context, st store.Store, host string, k store.Kind, t, now time.Time) ([]sample.Group, time.Time, error) {
+	slack := sampleSlack(now, t)
+	var (
+		bestID   int64
+		bestTime time.Time
+		found    bool
+	)
+	q := store.Query{Since: t.Add(-slack), Until: t.Add(slack + time.Millisecond), Host: host, NoRows: true}
+	err := st.Samples(ctx, q, func(s *store.Sample) error {
+		if !found || absDur(s.Time.Sub(t)) < absDur(bestTime.Sub(t)) {
+			bestID, bestTime, found = s.ID, s.Time, true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !found {
+		return nil, time.Time{}, fmt.Errorf("no sample of host %s recorded within %s of %s (is memwho record running? its --db, --host?)",
+			cli.OneLine(host), slack, t.Format(time.RFC3339))
+	}
+	var (
+		groups []sample.Group
+		procs  int
+	)
+	q = store.Query{Since: bestTime, Until: bestTime.Add(time.Millisecond), Host: host}
+	err = st.Samples(ctx, q, func(s *store.Sample) error {
+		if s.ID != bestID {
+			return nil
+		}
+		procs = s.Procs
+		for i := range s.Rows {
+			if r := &s.Rows[i]; r.Kind == k {
+				groups = append(groups, groupOf(r))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(groups) == 0 && procs > 0 {
+		return nil, time.Time{}, fmt.Errorf("the sample of %s has no %s groups: memwho record --groups chooses what is recorded",
+			bestTime.Format(time.RFC3339), k)
+	}
+	return groups, bestTime, nil
+}
+
+// groupOf is a recorded group row as diff compares it. Its key was
+// cleaned by the store (store.CleanKey), as the live side's are.
+func groupOf(r *store.Row) sample.Group {
+	return sample.Group{Key: r.Key, Count: r.Count, RAM: r.PSS, Private: r.Private, Shared: r.Shared, Swap: r.Swap, Estimated: r.Estimated}
+}
+
+// nowGroups returns the groups of kind k now: from the agent's latest
+// snapshot when it answers on --agent-socket with one at most
+// snapshot.DefaultMaxAge old (and neither --fresh nor --proc say
+// otherwise), else from a walk of --proc with this user's rights.
+func (f *diffFlags) nowGroups(k store.Kind, stderr io.Writer) ([]sample.Group, report.DiffSide, error) {
+	snap, side, err := f.nowSnapshot(k, stderr)
+	if err != nil {
+		return nil, side, err
+	}
+	// The same builder as record's, so that keys match the recorded ones
+	// byte for byte.
+	b := store.Builder{Kinds: []store.Kind{k}, Containers: container.NewNames(container.RootFor(f.procDir))}
+	var s store.Sample
+	b.Fill(&s, snap)
+	var groups []sample.Group
+	for i := range s.Rows {
+		if r := &s.Rows[i]; r.Kind == k {
+			groups = append(groups, groupOf(r))
+		}
+	}
+	return groups, side, nil
+}
+
+func (f *diffFlags) nowSnapshot(k store.Kind, stderr io.Writer) (*sample.Snapshot, report.DiffSide, error) {
+	snap := new(sample.Snapshot)
+	if !f.fresh && f.socket != "" && f.procDir == proc.DefaultRoot {
+		taken, err := snapshot.Fetch(f.socket, snapshot.DefaultFetchTimeout, snap)
+		switch {
+		case errors.Is(err, snapshot.ErrUnavailable):
+		case err != nil:
+			fmt.Fprintf(stderr, "memwho: note: not using memwho-agent: %s; walked /proc\n", cli.OneLine(err.Error()))
+		case absDur(time.Since(taken)) > snapshot.DefaultMaxAge:
+			fmt.Fprintf(stderr, "memwho: note: not using memwho-agent: its snapshot is %s old; walked /proc\n", time.Since(taken).Round(100*time.Millisecond))
+		default:
+			return snap, report.DiffSide{Name: "memwho-agent snapshot", Taken: taken}, nil
+		}
+	}
+	fs, err := proc.Open(f.procDir)
+	if err != nil {
+		return nil, report.DiffSide{}, err
+	}
+	defer fs.Close()
+	sc, err := engine.New(engine.Options{FS: fs, OneShot: true, Fast: f.fast, NeedUID: k == store.KindUser, NeedCgroup: k != store.KindProgram && k != store.KindUser})
+	if err != nil {
+		return nil, report.DiffSide{}, err
+	}
+	defer sc.Close()
+	*snap = sample.Snapshot{}
+	if err := sc.Scan(snap); err != nil {
+		return nil, report.DiffSide{}, err
+	}
+	if snap.Denied > 0 {
+		// memwho-agent holds no capability in the privileged install:
+		// what memwho report reads exactly may be an estimate here.
+		fmt.Fprintf(stderr, "memwho: note: now, %d processes are RSS-based estimates (marked ~): their exact figures were refused; diff --since walks /proc as memwho-agent, with your own rights and no capability, so other users' processes are estimates unless memwho serve's snapshot is used\n", snap.Denied)
+	}
+	return snap, report.DiffSide{Name: cli.OneLine(f.procDir), Taken: snap.Time}, nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
