@@ -55,11 +55,12 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--max-age"}, Arg: "SECS", Help: "the oldest agent snapshot to use (default 30)"},
 		{Names: []string{"--proc"}, Arg: "DIR", Help: "read the procfs tree at DIR (default /proc)"},
 	}},
-	{Name: "diff", Summary: "compare two snapshot files: what grew, shrank, appeared, vanished", Flags: []completionFlag{
-		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), pid, user, cgroup, unit, slice or container"},
+	{Name: "diff", Summary: "compare two snapshot files, or now with the history (--since 1h): what grew, shrank", Flags: []completionFlag{
+		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), pid, user, cgroup, unit, slice or container (--since: not pid)"},
 		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
 		{Names: []string{"--top"}, Arg: "N", Help: "keep the N largest changes"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes)"},
+		{Names: []string{"--since"}, Arg: "TIME", Help: "then, from the history: 1h, 7d, an RFC 3339 time"},
 	}},
 	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)", Flags: []completionFlag{
 		{Names: []string{"--socket"}, Arg: "PATH", Help: "serve metrics over HTTP on a unix socket at PATH (default /run/memwho/memwho.sock when --listen is not given); mode 0660: the owner and the group read the figures"},
