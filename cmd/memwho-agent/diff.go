@@ -25,18 +25,6 @@ var diffUsage = usage("diff")
 // must not answer for their /proc.
 var defaultAgentSocket = snapshot.DefaultSocket
 
-// minSlack is the least distance between the time asked for and the
-// recorded sample diff takes for it; see sampleSlack.
-const minSlack = 5 * time.Minute
-
-// sampleSlack is how far from t a recorded sample may be and still stand
-// for it: a quarter of the way back from now, at least minSlack. "1h
-// ago" is then a sample between 45 and 75 minutes old, whatever
-// record's --interval, and never the one of a minute ago.
-func sampleSlack(now, t time.Time) time.Duration {
-	return max(now.Sub(t)/4, minSlack)
-}
-
 type diffFlags struct {
 	history         historyFlags
 	since, to, host string
@@ -121,12 +109,12 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var sides [2]report.DiffSide
 	var groups [2][]sample.Group
 	histName := "history of " + host
-	if groups[0], sides[0].Taken, err = recordedGroups(ctx, st, host, kind, then, now); err != nil {
+	if groups[0], sides[0].Taken, err = store.GroupsAt(ctx, st, host, kind, then, now); err != nil {
 		return err
 	}
 	sides[0].Name = histName
 	if f.to != "" {
-		groups[1], sides[1].Taken, err = recordedGroups(ctx, st, host, kind, to, now)
+		groups[1], sides[1].Taken, err = store.GroupsAt(ctx, st, host, kind, to, now)
 		sides[1].Name = histName
 	} else {
 		groups[1], sides[1], err = f.nowGroups(kind, stderr)
@@ -147,74 +135,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.asJSON {
 		return report.DiffJSON(stdout, changes, sides[0], sides[1], kind.String())
 	}
-	return report.DiffTable(stdout, changes, sides[0], sides[1], report.KeyHeader(byOf(kind)))
-}
-
-// byOf is the grouping of `memwho report --by` that makes the groups of
-// kind k.
-func byOf(k store.Kind) sample.By {
-	b, err := sample.ParseBy(k.String())
-	if err != nil {
-		return sample.ByProgram
-	}
-	return b
-}
-
-// recordedGroups returns the groups of kind k of host's sample nearest
-// to t, and that sample's time; an error when no sample lies within
-// sampleSlack of t or the sample holds no group of kind k.
-func recordedGroups(ctx context.Context, st store.Store, host string, k store.Kind, t, now time.Time) ([]sample.Group, time.Time, error) {
-	slack := sampleSlack(now, t)
-	var (
-		bestID   int64
-		bestTime time.Time
-		found    bool
-	)
-	q := store.Query{Since: t.Add(-slack), Until: t.Add(slack + time.Millisecond), Host: host, NoRows: true}
-	err := st.Samples(ctx, q, func(s *store.Sample) error {
-		if !found || absDur(s.Time.Sub(t)) < absDur(bestTime.Sub(t)) {
-			bestID, bestTime, found = s.ID, s.Time, true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	if !found {
-		return nil, time.Time{}, fmt.Errorf("no sample of host %s recorded within %s of %s (is memwho record running? its --db, --host?)",
-			cli.OneLine(host), slack, t.Format(time.RFC3339))
-	}
-	var (
-		groups []sample.Group
-		procs  int
-	)
-	q = store.Query{Since: bestTime, Until: bestTime.Add(time.Millisecond), Host: host}
-	err = st.Samples(ctx, q, func(s *store.Sample) error {
-		if s.ID != bestID {
-			return nil
-		}
-		procs = s.Procs
-		for i := range s.Rows {
-			if r := &s.Rows[i]; r.Kind == k {
-				groups = append(groups, groupOf(r))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	if len(groups) == 0 && procs > 0 {
-		return nil, time.Time{}, fmt.Errorf("the sample of %s has no %s groups: memwho record --groups chooses what is recorded",
-			bestTime.Format(time.RFC3339), k)
-	}
-	return groups, bestTime, nil
-}
-
-// groupOf is a recorded group row as diff compares it. Its key was
-// cleaned by the store (store.CleanKey), as the live side's are.
-func groupOf(r *store.Row) sample.Group {
-	return sample.Group{Key: r.Key, Count: r.Count, RAM: r.PSS, Private: r.Private, Shared: r.Shared, Swap: r.Swap, Estimated: r.Estimated}
+	return report.DiffTable(stdout, changes, sides[0], sides[1], report.KeyHeader(store.ByOf(kind)))
 }
 
 // nowGroups returns the groups of kind k now: from the agent's latest
@@ -231,13 +152,7 @@ func (f *diffFlags) nowGroups(k store.Kind, stderr io.Writer) ([]sample.Group, r
 	b := store.Builder{Kinds: []store.Kind{k}, Containers: container.NewNames(container.RootFor(f.procDir))}
 	var s store.Sample
 	b.Fill(&s, snap)
-	var groups []sample.Group
-	for i := range s.Rows {
-		if r := &s.Rows[i]; r.Kind == k {
-			groups = append(groups, groupOf(r))
-		}
-	}
-	return groups, side, nil
+	return store.GroupsOf(&s, k), side, nil
 }
 
 func (f *diffFlags) nowSnapshot(k store.Kind, stderr io.Writer) (*sample.Snapshot, report.DiffSide, error) {
@@ -248,7 +163,7 @@ func (f *diffFlags) nowSnapshot(k store.Kind, stderr io.Writer) (*sample.Snapsho
 		case errors.Is(err, snapshot.ErrUnavailable):
 		case err != nil:
 			fmt.Fprintf(stderr, "memwho: note: not using memwho-agent: %s; walked /proc\n", cli.OneLine(err.Error()))
-		case absDur(time.Since(taken)) > snapshot.DefaultMaxAge:
+		case store.AbsDuration(time.Since(taken)) > snapshot.DefaultMaxAge:
 			fmt.Fprintf(stderr, "memwho: note: not using memwho-agent: its snapshot is %s old; walked /proc\n", time.Since(taken).Round(100*time.Millisecond))
 		default:
 			return snap, report.DiffSide{Name: "memwho-agent snapshot", Taken: taken}, nil
@@ -274,11 +189,4 @@ func (f *diffFlags) nowSnapshot(k store.Kind, stderr io.Writer) (*sample.Snapsho
 		fmt.Fprintf(stderr, "memwho: note: now, %d processes are RSS-based estimates (marked ~): their exact figures were refused; diff --since walks /proc as memwho-agent, with your own rights and no capability, so other users' processes are estimates unless memwho serve's snapshot is used\n", snap.Denied)
 	}
 	return snap, report.DiffSide{Name: cli.OneLine(f.procDir), Taken: snap.Time}, nil
-}
-
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
 }

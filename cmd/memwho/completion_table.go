@@ -2,10 +2,12 @@
 
 package main
 
+import "github.com/memwho/memwho/internal/completion"
+
 // completionCommands are memwho's commands and memwho-agent's (which
 // memwho runs), with the flags their --help texts list.
-var completionCommands = []completionCommand{
-	{Name: "report", Summary: "who uses RAM and swap now (the default)", Flags: []completionFlag{
+var completionCommands = []completion.Command{
+	{Name: "report", Summary: "who uses RAM and swap now (the default)", Flags: []completion.Flag{
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), pid, user, cgroup, unit (systemd service or scope), slice or container (by name; processes outside any are \"host\")"},
 		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
 		{Names: []string{"-p", "--pid"}, Arg: "PIDS", Help: "only these processes (comma-separated)"},
@@ -31,7 +33,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--sandbox"}, Arg: "", Help: "confine memwho with Landlock before the scan: read-only access to the procfs tree, no network (see docs/safe.md)"},
 		{Names: []string{"--version"}, Arg: "", Help: "print the version"},
 	}},
-	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects", Flags: []completionFlag{
+	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects", Flags: []completion.Flag{
 		{Names: []string{"-n", "--interval"}, Arg: "D", Help: "time between refreshes: seconds as in watch(1) and top (2, 0.5) or a duration (500ms, 1m); default 2"},
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), user, cgroup, unit, slice, container or pid"},
 		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
@@ -46,7 +48,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--from"}, Arg: "FILE", Help: "show a snapshot file (memwho snapshot) instead of /proc"},
 		{Names: []string{"--proc"}, Arg: "DIR", Help: "read the procfs tree at DIR (default /proc)"},
 	}},
-	{Name: "snapshot", Summary: "write what a report needs to a file, to read later (--from) or compare (diff)", Flags: []completionFlag{
+	{Name: "snapshot", Summary: "write what a report needs to a file, to read later (--from) or compare (diff)", Flags: []completion.Flag{
 		{Names: []string{"-o", "--output"}, Arg: "FILE", Help: "write the snapshot to FILE (created 0600, complete or not at all); without it, to standard output (not a terminal)"},
 		{Names: []string{"--fast"}, Arg: "", Help: "read only /proc/PID/status (estimates)"},
 		{Names: []string{"--conns"}, Arg: "", Help: "count ESTABLISHED TCP connections too"},
@@ -55,14 +57,14 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--max-age"}, Arg: "SECS", Help: "the oldest agent snapshot to use (default 30)"},
 		{Names: []string{"--proc"}, Arg: "DIR", Help: "read the procfs tree at DIR (default /proc)"},
 	}},
-	{Name: "diff", Summary: "compare two snapshot files, or now with the history (--since 1h): what grew, shrank", Flags: []completionFlag{
+	{Name: "diff", Summary: "compare two snapshot files, or now with the history (--since 1h): what grew, shrank", Flags: []completion.Flag{
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), pid, user, cgroup, unit, slice or container (--since: not pid)"},
 		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
 		{Names: []string{"--top"}, Arg: "N", Help: "keep the N largest changes"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes)"},
 		{Names: []string{"--since"}, Arg: "TIME", Help: "then, from the history: 1h, 7d, an RFC 3339 time"},
 	}},
-	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)", Flags: []completionFlag{
+	{Name: "serve", Summary: "Prometheus agent: serve per-group memory and TCP metrics (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--socket"}, Arg: "PATH", Help: "serve metrics over HTTP on a unix socket at PATH (default /run/memwho/memwho.sock when --listen is not given); mode 0660: the owner and the group read the figures"},
 		{Names: []string{"--socket-group"}, Arg: "NAME", Help: "group of the socket (default: the process's group)"},
 		{Names: []string{"--snapshot-socket"}, Arg: "PATH", Help: "serve the latest snapshot to memwho (report and watch answer from it) on a unix socket at PATH (default: snapshot.sock beside --socket; \"\" none); the socket's group and mode 0660"},
@@ -83,7 +85,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--debug-socket-group"}, Arg: "NAME", Help: "let group NAME use the debug socket too (0660)"},
 		{Names: []string{"--once"}, Arg: "", Help: "print the metrics of one walk to stdout and exit"},
 	}},
-	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)", Flags: []completionFlag{
+	{Name: "record", Summary: "sample memory periodically into a history database (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "SQLite file, or postgres://USER@HOST/DB for a shared fleet database (default: see below)"},
 		{Names: []string{"--interval"}, Arg: "D", Help: "time between samples (default 60s)"},
 		{Names: []string{"--count"}, Arg: "N", Help: "stop after N samples (default 0: run until stopped)"},
@@ -100,7 +102,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--cgroup-root"}, Arg: "DIR", Help: "cgroup file system, for memory limits (default /sys/fs/cgroup)"},
 		{Names: []string{"-v", "--verbose"}, Arg: "", Help: "print one line per sample on standard error"},
 	}},
-	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)", Flags: []completionFlag{
+	{Name: "leaks", Summary: "rank what grows in the recorded history (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database (default: see below)"},
 		{Names: []string{"--window"}, Arg: "D", Help: "how far back to look (default 6h; 90m, 12h, 7d)"},
 		{Names: []string{"--until"}, Arg: "TIME", Help: "end of the window (default now): RFC 3339, a date, or a duration before now (2h)"},
@@ -111,7 +113,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--top"}, Arg: "N", Help: "list at most N (default 20; 0 for all)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, bytes per hour, seconds)"},
 	}},
-	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completionFlag{
+	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database: a SQLite file or postgres://... (default: the one 'memwho record' writes, see below)"},
 		{Names: []string{"--since"}, Arg: "TIME", Help: "only samples at or after TIME: RFC 3339 (2026-03-01T12:00:00Z), a date (2026-03-01, UTC) or a duration before now (90m, 24h, 7d)"},
 		{Names: []string{"--until"}, Arg: "TIME", Help: "only samples before TIME (default: now, fixed at the start so that a retried upload sends the same rows)"},
@@ -125,7 +127,7 @@ var completionCommands = []completionCommand{
 		{Names: []string{"--known-hosts"}, Arg: "FILE", Help: "known_hosts to check the server's host key against (default ~/.ssh/known_hosts); unknown hosts are refused"},
 		{Names: []string{"--retries"}, Arg: "N", Help: "start a dropped upload again up to N times (default 3)"},
 	}},
-	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish", Flags: []completionFlag{}},
-	{Name: "version", Summary: "print the version", Flags: []completionFlag{}},
-	{Name: "help", Summary: "print this help", Flags: []completionFlag{}},
+	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish", Flags: []completion.Flag{}},
+	{Name: "version", Summary: "print the version", Flags: []completion.Flag{}},
+	{Name: "help", Summary: "print this help", Flags: []completion.Flag{}},
 }
