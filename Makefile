@@ -2,13 +2,14 @@
 #
 #   make                          static binaries ./memwho and ./memwho-agent
 #   make release                  the same, stripped, with the version from git describe
+#   make package                  dist/*.deb and dist/*.rpm, version from git describe (docs/install.md)
 #   sudo make install-privileged  PREFIX=/usr/local GROUP=memwho USERS="alice bob"
 #   sudo make uninstall-privileged
 PREFIX ?= /usr/local
 GROUP ?= memwho
 USERS ?=
 
-.PHONY: build release test install-privileged install-privileged-setuid uninstall-privileged
+.PHONY: build release package test install-privileged install-privileged-setuid uninstall-privileged
 
 build:
 	CGO_ENABLED=0 go build -trimpath -o . ./cmd/memwho ./cmd/memwho-agent
@@ -20,6 +21,10 @@ build:
 # devel-REV[+dirty] (DATE) when only the stamp is there, else (devel).
 release:
 	CGO_ENABLED=0 go build -trimpath -buildvcs=true -ldflags "-s -w -X main.version=$$(git describe --tags --always --dirty)" -o . ./cmd/memwho ./cmd/memwho-agent
+
+# Before the first tag: 0.0.0+gREV.
+package:
+	scripts/package.sh "$$(git describe --tags --dirty 2>/dev/null || echo 0.0.0-g$$(git rev-parse --short HEAD))"
 
 test:
 	scripts/test.sh

@@ -2,7 +2,7 @@
 # Builds dist/memwho_VERSION_amd64.deb and dist/memwho-VERSION.x86_64.rpm
 # (VERSION without a leading v) from this checkout:
 #
-#   scripts/package.sh 1.2.0            # or: scripts/package.sh "$(git describe --tags)"
+#   scripts/package.sh 1.2.0            # or: make package (version from git describe)
 #   FORMATS=deb scripts/package.sh 1.2.0
 #
 # Reproducible: the binaries are built with -trimpath -buildvcs=false and the
@@ -15,9 +15,17 @@
 set -eu
 
 [ $# = 1 ] || { echo "usage: scripts/package.sh VERSION" >&2; exit 2; }
-version=${1#v}
+# Package versions may not hold '-' (rpm) and must start with a digit. A
+# git describe (v1.2.0-3-gabc1234[-dirty]) becomes 1.2.0+3.gabc1234[.dirty],
+# which both dpkg and rpm sort after 1.2.0; memwho version prints VERSION as
+# given.
+version=$(printf '%s' "${1#v}" | sed 's/-/+/; s/-/./g')
 case "$version" in
-'' | *[!A-Za-z0-9.~+_-]*) echo "package: invalid version: $1" >&2; exit 2 ;;
+[0-9]*) ;;
+*) echo "package: invalid version: $1 (want 1.2.0 or v1.2.0, or a git describe of such a tag)" >&2; exit 2 ;;
+esac
+case "$version" in
+*[!A-Za-z0-9.~+]*) echo "package: invalid version: $1" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
