@@ -33,5 +33,8 @@ fi
 
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || true
+	# An upgrade: a running agent moves to the new binary. Nothing is
+	# started that was not running.
+	systemctl try-restart memwho.service >/dev/null 2>&1 || true
 fi
 exit 0
