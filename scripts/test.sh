@@ -54,3 +54,5 @@ echo "== go build (static)"
 go build -trimpath -o "$(mktemp -d)" ./cmd/memwho ./cmd/memwho-agent
 echo "== go test"
 go test -count=1 -timeout 20m "$@" ./...
+echo "== packages (tools/pkg: nfpm, its own module)"
+(cd tools/pkg && go vet . && go test -count=1 -timeout 10m "$@" .)
