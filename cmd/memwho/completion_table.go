@@ -21,6 +21,8 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--split"}, Arg: "", Help: "add Anon, File and Shmem columns: each group's RAM by kind of page (Pss_Anon, Pss_File, Pss_Shmem)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, with an accuracy flag per value)"},
 		{Names: []string{"--csv"}, Arg: "", Help: "CSV output (bytes, with an accuracy flag per value)"},
+		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: treemaps of RAM and swap down to processes, and the table"},
+		{Names: []string{"--svg"}, Arg: "FILE", Help: "also write the treemaps as one SVG image to FILE"},
 		{Names: []string{"--fast"}, Arg: "", Help: "read only /proc/PID/status: RSS-based estimates named by task name, no page-table walk"},
 		{Names: []string{"--conns"}, Arg: "", Help: "add a TCP column: ESTABLISHED connections per group (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, for other users' processes)"},
 		{Names: []string{"--fresh"}, Arg: "", Help: "walk /proc now, even when memwho-agent has a snapshot"},
