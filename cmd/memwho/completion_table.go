@@ -114,6 +114,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--min-growth"}, Arg: "SIZE", Help: "least growth per hour to list (default 1MiB)"},
 		{Names: []string{"--top"}, Arg: "N", Help: "list at most N (default 20; 0 for all)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, bytes per hour, seconds)"},
+		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: each series' history charted with its fitted line and its projected time to exhaustion"},
 	}},
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database: a SQLite file or postgres://... (default: the one 'memwho record' writes, see below)"},

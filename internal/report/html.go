@@ -482,6 +482,11 @@ func figures(buf []byte, n uint64) []byte {
 	return append(buf, " bytes)"...)
 }
 
+// AppendHTML appends a raw name (a process name, a host name) as text
+// safe anywhere in an HTML or SVG document, content or quoted attribute:
+// Sanitize's escapes, then the references HTML and XML need.
+func AppendHTML(buf []byte, raw string) []byte { return escapeName(buf, raw) }
+
 // escapeName appends a raw name as text safe in HTML and XML, content or
 // attribute: Sanitize's escapes, then escapeText.
 func escapeName(buf []byte, raw string) []byte {
