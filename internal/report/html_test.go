@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -163,4 +165,69 @@ func TestPageNesting(t *testing.T) {
 	if tree := buildTree(groups, procs[:2], &Options{By: "user"}); len(tree[0].kids) != 0 {
 		t.Errorf("a group with a process missing has %d children", len(tree[0].kids))
 	}
+}
+
+// FuzzAppendHTML: whatever the name, the text is valid UTF-8 with no
+// byte that could end an attribute, open an element or break XML.
+func FuzzAppendHTML(f *testing.F) {
+	for _, s := range []string{"", "sshd", `"><script>`, "a&b", "\x00\x1b[31m\xff", "\uffff\ufffe\u202e", `\x41`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := string(AppendHTML(nil, s))
+		if !utf8.ValidString(out) {
+			t.Fatalf("%q: invalid UTF-8 %q", s, out)
+		}
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || r == '<' || r == '>' || r == '"' || r == '\'' || r == 0xfffe || r == 0xffff || r >= 0x80 && r <= 0x9f {
+				t.Fatalf("%q: %q holds %U", s, out, r)
+			}
+		}
+		// & only starts the references escapeText writes.
+		rest := out
+		for {
+			i := strings.IndexByte(rest, '&')
+			if i < 0 {
+				break
+			}
+			rest = rest[i:]
+			ok := false
+			for _, ref := range []string{"&amp;", "&lt;", "&gt;", "&#34;", "&#39;"} {
+				ok = ok || strings.HasPrefix(rest, ref)
+			}
+			if !ok {
+				t.Fatalf("%q: %q holds a bare &", s, out)
+			}
+			rest = rest[1:]
+		}
+	})
+}
+
+// BenchmarkHTML draws a host of 2,000 processes in 50 users' groups
+// (with --by user's program level) as the page.
+func BenchmarkHTML(b *testing.B) {
+	var procs []sample.Process
+	var groups []sample.Group
+	for g := range 50 {
+		grp := sample.Group{Key: "user" + strconv.Itoa(g)}
+		for i := range 40 {
+			p := sample.Process{PID: g*100 + i + 1, Name: "prog" + strconv.Itoa(i%7), RAM: uint64(1+g*i) << 20, Swap: uint64(i) << 12}
+			procs = append(procs, p)
+			grp.PIDs = append(grp.PIDs, p.PID)
+			grp.Count++
+			grp.RAM += p.RAM
+			grp.Swap += p.Swap
+		}
+		groups = append(groups, grp)
+	}
+	total := sample.Total(groups)
+	var size int
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := HTML(&buf, groups, total, procs, nil, Options{By: "user"}); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size), "page-bytes")
 }
