@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/leaks"
 	"github.com/memwho/memwho/internal/store"
@@ -19,7 +20,7 @@ var leaksUsage = usage("leaks")
 type leaksFlags struct {
 	history                       historyFlags
 	until, host, kinds, minGrowth string
-	window                        string
+	window, html                  string
 	allHosts                      bool
 	rep                           leaks.Report
 }
@@ -34,6 +35,7 @@ func (f *leaksFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.minGrowth, "min-growth", "1MiB", "")
 	fs.IntVar(&f.rep.Top, "top", 20, "")
 	fs.BoolVar(&f.rep.JSON, "json", false, "")
+	fs.StringVar(&f.html, "html", "", "")
 }
 
 // report validates the flags into the listing and the database to read.
@@ -89,10 +91,28 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if f.html != "" {
+		// Opened first, like every file the user names: a refused
+		// path costs nothing.
+		page, err := atomicfile.CreateAsUser(f.html)
+		if err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		defer page.Abort()
+		rep.Page = page
+	}
 	st, err := store.Open(ctx, db, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return rep.Write(ctx, st, stdout)
+	if err := rep.Write(ctx, st, stdout); err != nil {
+		return err
+	}
+	if page, ok := rep.Page.(*atomicfile.File); ok {
+		if err := page.Commit(); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,8 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--split"}, Arg: "", Help: "add Anon, File and Shmem columns: each group's RAM by kind of page (Pss_Anon, Pss_File, Pss_Shmem)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, with an accuracy flag per value)"},
 		{Names: []string{"--csv"}, Arg: "", Help: "CSV output (bytes, with an accuracy flag per value)"},
+		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: treemaps of RAM and swap down to processes, and the table"},
+		{Names: []string{"--svg"}, Arg: "FILE", Help: "also write the treemaps as one SVG image to FILE"},
 		{Names: []string{"--fast"}, Arg: "", Help: "read only /proc/PID/status: RSS-based estimates named by task name, no page-table walk"},
 		{Names: []string{"--conns"}, Arg: "", Help: "add a TCP column: ESTABLISHED connections per group (reads every /proc/PID/fd: root, or CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, for other users' processes)"},
 		{Names: []string{"--fresh"}, Arg: "", Help: "walk /proc now, even when memwho-agent has a snapshot"},
@@ -112,6 +114,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--min-growth"}, Arg: "SIZE", Help: "least growth per hour to list (default 1MiB)"},
 		{Names: []string{"--top"}, Arg: "N", Help: "list at most N (default 20; 0 for all)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, bytes per hour, seconds)"},
+		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: each series' history charted with its fitted line and its projected time to exhaustion"},
 	}},
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database: a SQLite file or postgres://... (default: the one 'memwho record' writes, see below)"},

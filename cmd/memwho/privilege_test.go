@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -607,6 +608,8 @@ func TestPrivilegedInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("--html and --svg", e.checkPages)
+
 	t.Run("attacks", e.checkAttacks)
 
 	t.Run("sandbox", func(t *testing.T) {
@@ -655,6 +658,66 @@ func (e *privEnv) checkUserPaths(t *testing.T) {
 					t.Errorf("%s was created", p)
 				}
 			})
+		}
+	}
+}
+
+// checkPages: --html and --svg are allowed in the privileged install,
+// created with the user's rights (refused where the user may not
+// create, owned by the user where they may), and hold the exact figures
+// of a root process, its hostile name escaped.
+func (e *privEnv) checkPages(t *testing.T) {
+	private := mustMkdir(t, filepath.Join(e.dir, "pages-private"))
+	os.Chmod(private, 0o700)
+	etcX := "/etc/memwho-test-page-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { os.Remove(etcX) })
+	for _, flag := range []string{"--html", "--svg"} {
+		for _, p := range []string{etcX, filepath.Join(private, "x")} {
+			t.Run(flag+" "+p, func(t *testing.T) {
+				e.checkRefused(t, cli.ExitFailure, "permission denied", flag, p, "-p", strconv.Itoa(e.target))
+				if _, err := os.Lstat(p); err == nil {
+					os.Remove(p)
+					t.Errorf("%s was created", p)
+				}
+			})
+		}
+	}
+	mine := mustMkdir(t, filepath.Join(e.dir, "pages-mine"))
+	if err := os.Chown(mine, e.user.UID, e.user.GID); err != nil {
+		t.Fatal(err)
+	}
+	page, img := filepath.Join(mine, "p.html"), filepath.Join(mine, "p.svg")
+	pss1, _ := rollup(t, e.target)
+	_, stderr, code := e.run(t, "--by", "pid", "-p", strconv.Itoa(e.target), "--html", page, "--svg", img)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	pss2, _ := rollup(t, e.target)
+	ramTotal := regexp.MustCompile(`data-metric="ram" data-bytes="([0-9]+)"`)
+	for _, p := range []string{page, img} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != e.user.UID {
+			t.Errorf("%s is owned by uid %d, want the user's %d", p, st.Uid, e.user.UID)
+		}
+		b, _ := os.ReadFile(p)
+		// The target's Pss moves a little while memwho runs (see
+		// checkExact); an estimate would count shared pages in full.
+		m := ramTotal.FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("%s has no RAM treemap", p)
+		}
+		ram, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		if ram+pssSlack < min(pss1, pss2) || ram > max(pss1, pss2)+pssSlack || strings.Contains(string(b), "data-estimate") {
+			t.Errorf("%s: RAM %d bytes, smaps_rollup Pss read by root %d and %d (±%d)", p, ram, pss1, pss2, pssSlack)
+		}
+		for _, c := range b {
+			if c < 0x20 && c != '\n' {
+				t.Errorf("%s holds the control byte %#x", p, c)
+				break
+			}
 		}
 	}
 }

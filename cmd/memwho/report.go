@@ -28,6 +28,7 @@ type reportFlags struct {
 	top                             int
 	procDir                         string
 	cpuprofile, memprofile          string
+	html, svg                       string
 	sandbox                         bool
 	agent                           agentFlags
 	from                            string
@@ -56,6 +57,8 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.procDir, "proc", "/proc", "")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "")
 	fs.StringVar(&f.memprofile, "memprofile", "", "")
+	fs.StringVar(&f.html, "html", "", "")
+	fs.StringVar(&f.svg, "svg", "", "")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "")
 	f.agent.register(fs)
 	fs.StringVar(&f.from, "from", "", "")
@@ -98,6 +101,9 @@ func (f *reportFlags) plan() (*sample.Selection, error) {
 		// Landlock forbids the rename that publishes a file.
 		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
 	}
+	if f.sandbox && (f.html != "" || f.svg != "") {
+		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --html and --svg")
+	}
 	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
 		// A profile would be written by the privileged binary: keep
 		// the code that runs with capabilities to reading /proc and
@@ -131,6 +137,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			err = cerr
 		}
 	}()
+	// The pictures too: opened with the user's rights, written after
+	// the scan has dropped every capability.
+	var pages [2]*atomicfile.File
+	for i, path := range []string{f.html, f.svg} {
+		if path == "" {
+			continue
+		}
+		if pages[i], err = atomicfile.CreateAsUser(path); err != nil {
+			return fmt.Errorf("--%s: %w", [2]string{"html", "svg"}[i], err)
+		}
+		defer pages[i].Abort()
+	}
 
 	var (
 		snap      *sample.Snapshot
@@ -206,7 +224,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	case f.csv:
 		format = report.FormatCSV
 	}
-	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, report.Options{
+	opt := report.Options{
 		By:        plan.By.String(),
 		KeyHeader: report.KeyHeader(plan.By),
 		ShowCount: plan.By != sample.ByPID,
@@ -218,7 +236,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Split:     f.split,
 		Tmpfs:     tmpfs,
 		TmpfsMore: tmpfsMore,
-	}); err != nil {
+	}
+	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
+		return err
+	}
+	if err := writePages(pages, groups, total, procs, snap, opt); err != nil {
 		return err
 	}
 	if err := prof.WriteHeap(); err != nil {
@@ -232,6 +254,30 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	return nil
 }
 
+// writePages renders and publishes the --html and --svg files opened
+// (pages[0] and pages[1], nil when not asked for).
+func writePages(pages [2]*atomicfile.File, groups []sample.Group, total sample.Group, procs []sample.Process, snap *sample.Snapshot, opt report.Options) error {
+	opt.Color = false
+	for i, f := range pages {
+		if f == nil {
+			continue
+		}
+		var err error
+		if i == 0 {
+			err = report.HTML(f, groups, total, procs, snap, opt)
+		} else {
+			err = report.SVG(f, groups, procs, opt)
+		}
+		if err == nil {
+			err = f.Commit()
+		}
+		if err != nil {
+			return fmt.Errorf("--%s: %w", [2]string{"html", "svg"}[i], err)
+		}
+	}
+	return nil
+}
+
 // scan walks the procfs tree for the report, holding the capabilities
 // the policy grants only until the walk is done; warnings found meanwhile
 // are returned for the caller to print after the drop (a write to stderr
@@ -241,8 +287,9 @@ func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Sn
 		Fast:       f.fast,
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
 		NeedCgroup: plan.By.NeedsCgroup(),
-		NoNames:    plan.By == sample.ByUser || plan.By.NeedsCgroup(),
-		PIDs:       plan.ScanPIDs(f.system),
+		// The pictures nest programs in the groups.
+		NoNames: (plan.By == sample.ByUser || plan.By.NeedsCgroup()) && f.html == "" && f.svg == "",
+		PIDs:    plan.ScanPIDs(f.system),
 	}, f.conns, f.sandbox, stderr)
 }
 

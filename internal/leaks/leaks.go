@@ -64,6 +64,11 @@ type Leak struct {
 	// grows and its headroom is known); 0 when the headroom is gone.
 	TimeToFull time.Duration
 	Fills      bool
+	// Points is the series as sampled (the footprint in bytes, times in
+	// hours since Origin), which Fit's Intercept also counts from; the
+	// page's charts draw it. It shares the Collector's memory.
+	Points []Point
+	Origin time.Time
 }
 
 type seriesKey struct {
@@ -156,6 +161,7 @@ func (c *Collector) Rank(opt Options) []Leak {
 			Host: k.host, Kind: k.kind, Key: k.key, PID: k.pid, StartTime: k.start,
 			Count: sr.row.Count, Fit: f, First: sr.first, Last: sr.last,
 			Footprint: sr.row.Footprint(), Headroom: h.headroom,
+			Points: sr.pts, Origin: c.origin,
 		}
 		// A series that ended before its host's last sample (a process
 		// that exited) is judged with the host's latest headroom anyway.

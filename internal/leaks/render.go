@@ -33,6 +33,9 @@ type Report struct {
 	Top int
 	// JSON writes JSON (memwho.leaks/v1) instead of the table.
 	JSON bool
+	// Page, when not nil, also gets the HTML page of the listing: each
+	// series' history charted with its fitted line (--html).
+	Page io.Writer
 }
 
 // Write ranks what grew in st over the report's window and writes the
@@ -70,6 +73,11 @@ func (rep *Report) Write(ctx context.Context, st store.Store, w io.Writer) error
 				ranked = append(ranked, l)
 				n++
 			}
+		}
+	}
+	if rep.Page != nil {
+		if err := rep.writeHTML(rep.Page, samples, ranked); err != nil {
+			return err
 		}
 	}
 	if rep.JSON {
