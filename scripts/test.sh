@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # scrapes the agent, postgresql and openssh hold history and receive
 # exports, util-linux makes swap, libcap2-bin sets file capabilities,
 # podman (with runc) runs a real container for --by container, groff
-# renders the man pages, zsh and fish check the completion scripts.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish)
+# renders the man pages, zsh and fish check the completion scripts,
+# chromium (headless) renders the --html pages.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
