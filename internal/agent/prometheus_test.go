@@ -85,7 +85,9 @@ func TestPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Prometheus server")
 	}
-	const group = "memwho-promtest"
+	// A name of this run's own: another test run on the host (two CI
+	// runs at once) starts its own process, which the agent sees too.
+	group := fmt.Sprintf("mwprom%d", os.Getpid()%100000000)
 	startNamed(t, group)
 
 	a, err := New(Options{Engine: engine.Options{FS: fstest.Open(t, "/proc"), Conns: true}, MinInterval: 500 * time.Millisecond, Version: "test"})

@@ -99,13 +99,14 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 	r := w.r
 	point(w, rc, false)
 	var err error
+	viaSmaps := false
 	if e.noRollup.Load() {
 		err = r.Hold("smaps\x00")
 	} else if err = r.Hold("smaps_rollup\x00"); err == proc.ErrNotExist {
-		// No smaps_rollup: a kernel before 4.14, or no process.
-		if err = r.Hold("smaps\x00"); err == nil {
-			e.noRollup.Store(true)
-		}
+		// No smaps_rollup: a kernel before 4.14, or no process (a
+		// zombie's cannot be opened). Only a process with memory in
+		// its smaps says which (noteNoRollup).
+		err, viaSmaps = r.Hold("smaps\x00"), true
 	}
 	switch err {
 	case nil:
@@ -139,6 +140,9 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 	d := time.Since(t0)
 	switch err {
 	case nil:
+		if viaSmaps {
+			e.noteNoRollup(&w.ru)
+		}
 		if noExe {
 			// An address space without an exe link: rare enough to
 			// read again the slower way.
@@ -175,7 +179,7 @@ func (e *Engine) readAnchored(w *worker, rc *record, names, first bool) state {
 			err = r.SmapsRollup(&w.ru)
 			if err == proc.ErrNotExist {
 				if err = r.Smaps(&w.ru); err == nil {
-					e.noRollup.Store(true)
+					e.noteNoRollup(&w.ru)
 				}
 			}
 		} else {
@@ -600,4 +604,17 @@ func readState(err error) state {
 		return stGone
 	}
 	return stBroken
+}
+
+// noteNoRollup records that this kernel has no smaps_rollup, so that
+// later processes go straight to smaps, once a process whose smaps_rollup
+// was missing showed memory in its smaps (ru, just read from smaps). A
+// process without memory (a zombie, whose smaps_rollup cannot be opened
+// on any kernel) proves nothing: deciding on it would send every other
+// process of the walk, whichever worker reads it first, to smaps and its
+// figures without the Pss_Anon/File/Shmem split.
+func (e *Engine) noteNoRollup(ru *proc.Rollup) {
+	if ru.Rss > 0 {
+		e.noRollup.Store(true)
+	}
 }
