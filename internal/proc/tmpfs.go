@@ -105,9 +105,24 @@ var errNotTmpfs = errors.New("not a tmpfs")
 // A tmpfs mounted without a size limit (size=0) reports no blocks: 0.
 // It is an error when path is not (or no longer) a tmpfs: a mount point
 // can change between mountinfo and statfs.
+//
+// The path is resolved without following a symbolic link: a user who
+// may rename a directory above a mount point (the mount moves with it)
+// could plant a link in its place, to have another tmpfs's figure shown
+// under this name, or a lookup sent into a FUSE mount of theirs that
+// never answers.
 func TmpfsUsed(path string) (uint64, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	err = unix.Fstatfs(fd, &st)
+	unix.Close(fd)
+	if err != nil {
 		return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
 	if st.Type != unix.TMPFS_MAGIC {

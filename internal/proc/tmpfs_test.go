@@ -113,3 +113,51 @@ func FuzzParseTmpfsMounts(f *testing.F) {
 		}
 	})
 }
+
+// TestTmpfsUsedSymlinkedParent is the third review's planted link: a
+// user who owns the directory above a tmpfs mount point renames it (the
+// mount moves with it) and leaves a symbolic link in its place to
+// another tmpfs's directory of the same name. mountinfo still names the
+// old path; its figure must not be the other tmpfs's.
+func TestTmpfsUsedSymlinkedParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	root := t.TempDir()
+	mount := func(dir string, size int) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("memwho-test", dir, "tmpfs", 0, "size=8m"); err != nil {
+			t.Skipf("mount tmpfs: %v", err)
+		}
+		t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+		if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mount(filepath.Join(root, "x", "m"), 1<<20)
+	mount(filepath.Join(root, "other", "m"), 3<<20)
+	path := filepath.Join(root, "x", "m")
+	if used, err := TmpfsUsed(path); err != nil || used > 2<<20 {
+		t.Fatalf("before the swap: %d, %v", used, err)
+	}
+	if err := os.Rename(filepath.Join(root, "x"), filepath.Join(root, "x.old")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(filepath.Join(root, "x.old", "m"), unix.MNT_DETACH) })
+	if err := os.Symlink(filepath.Join(root, "other"), filepath.Join(root, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := TmpfsUsed(path); err == nil {
+		t.Errorf("TmpfsUsed through a planted link = %d bytes (the other tmpfs's), want an error", used)
+	}
+	// The mount point itself a link to a tmpfs (not what mountinfo
+	// lists, but a user may race it): refused the same.
+	if err := os.Symlink(filepath.Join(root, "other", "m"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := TmpfsUsed(filepath.Join(root, "link")); err == nil {
+		t.Errorf("TmpfsUsed of a link = %d bytes, want an error", used)
+	}
+}
