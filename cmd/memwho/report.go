@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
@@ -355,9 +356,22 @@ func tmpfsUsage(procDir string) ([]sample.TmpfsUse, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	// The statfs calls run apart, bounded in time: resolving a mount
+	// point's path can still enter a FUSE mount that never answers (a
+	// user who may rename a directory above a tmpfs mount point can
+	// mount one of theirs in its place with fusermount). What has not
+	// answered by then is counted with the mounts left out; the stuck
+	// thread holds no capability and ends with the process.
 	out := make([]sample.TmpfsUse, 0, len(mounts))
+	type answer struct {
+		use sample.TmpfsUse
+		ok  bool
+	}
+	done := make(chan answer, 1)
+	timer := time.NewTimer(tmpfsTimeout)
+	defer timer.Stop()
 	seen := make(map[string]bool, len(mounts))
-	for _, m := range mounts {
+	for i, m := range mounts {
 		// A mount point mounted over is listed once: statfs sees the top
 		// mount only. The same tmpfs bind-mounted elsewhere is listed
 		// at each of its mount points, as df lists it.
@@ -365,9 +379,24 @@ func tmpfsUsage(procDir string) ([]sample.TmpfsUse, int, error) {
 			continue
 		}
 		seen[m] = true
-		if used, err := proc.TmpfsUsed(m); err == nil {
-			out = append(out, sample.TmpfsUse{Mount: m, Used: used})
+		go func() {
+			used, err := tmpfsUsed(m)
+			done <- answer{sample.TmpfsUse{Mount: m, Used: used}, err == nil}
+		}()
+		select {
+		case a := <-done:
+			if a.ok {
+				out = append(out, a.use)
+			}
+		case <-timer.C:
+			return out, more + len(mounts) - i, nil
 		}
 	}
 	return out, more, nil
 }
+
+// tmpfsTimeout bounds the statfs calls of tmpfsUsage, all together.
+var tmpfsTimeout = 2 * time.Second
+
+// tmpfsUsed is proc.TmpfsUsed; tests replace it with one that hangs.
+var tmpfsUsed = proc.TmpfsUsed
