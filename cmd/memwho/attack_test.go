@@ -412,6 +412,7 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	// The security review's attacks (docs/safe.md, "An adversarial review").
 	e.checkReviewAttacks(t)
 	e.checkReview2Attacks(t)
+	e.checkReview3Attacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

@@ -9,12 +9,6 @@ import (
 	"testing"
 )
 
-// The third adversarial review (docs/safe.md): the report's and the
-// leaks' pages, and diff, against the installed binaries, as the test
-// user. checkAttacks runs these as subtests named "review3: …".
-// Until attack_test.go's checkAttacks calls it (the lead's merge).
-var _ = (*privEnv).checkReview3Attacks
-
 func (e *privEnv) checkReview3Attacks(t *testing.T) {
 	rootFile := filepath.Join(e.dir, "review3-root-file")
 	if err := os.WriteFile(rootFile, []byte("keep\n"), 0o644); err != nil {
