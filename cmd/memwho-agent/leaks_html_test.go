@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/report/browsertest"
 )
 
 // TestLeaksHTML writes the page of the synthetic history and checks it
@@ -54,42 +53,5 @@ func TestLeaksHTML(t *testing.T) {
 		t.Error("the page names a URL")
 	}
 
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium not installed (apt-get install chromium): the page is not rendered")
-	}
-	shot := filepath.Join(t.TempDir(), "leaks.png")
-	if dir := os.Getenv("MEMWHO_SCREENSHOT"); dir != "" {
-		shot = filepath.Join(dir, "leaks.png")
-	}
-	_, logs := headless(t, chromium, "--enable-logging=stderr", "--v=0", "--screenshot="+shot, "file://"+page)
-	for _, line := range strings.Split(logs, "\n") {
-		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
-			t.Errorf("console: %s", line)
-		}
-	}
-	if fi, err := os.Stat(shot); err != nil || fi.Size() < 1000 {
-		t.Errorf("no screenshot: %v", err)
-	}
-	dom, _ := headless(t, chromium, "--dump-dom", "file://"+page)
-	if !strings.Contains(dom, `data-check="ok"`) {
-		t.Errorf("the page's self-check: %s", regexp.MustCompile(`data-check="[^"]*"`).FindString(dom))
-	}
-}
-
-// headless runs headless Chromium on args and returns its standard
-// output and error.
-func headless(t *testing.T, chromium string, args ...string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args = append([]string{"--headless=new", "--no-sandbox", "--disable-gpu",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1200,900"}, args...)
-	cmd := exec.CommandContext(ctx, chromium, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %q: %v\n%s", args, err, stderr.String())
-	}
-	return stdout.String(), stderr.String()
+	browsertest.Render(t, browsertest.Chromium(t), page, "leaks")
 }

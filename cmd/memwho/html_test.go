@@ -6,16 +6,15 @@ import (
 	"encoding/xml"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/proc/proctest"
+	"github.com/memwho/memwho/internal/report/browsertest"
 )
 
 // pageCases are the fixtures drawn by the page tests: the ordinary,
@@ -93,57 +92,18 @@ func TestPageStatic(t *testing.T) {
 // every rectangle of the DOM Chromium holds must have the area its
 // figure gives it. MEMWHO_SCREENSHOT=DIR keeps the screenshots there.
 func TestPageInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium not installed (apt-get install chromium): the pages are not rendered")
-	}
 	if testing.Short() {
 		t.Skip("-short: no browser")
 	}
+	chromium := browsertest.Chromium(t)
 	for _, tc := range pageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			htmlPath, svgPath := writePage(t, tc.fixture, tc.args)
-			shot := filepath.Join(t.TempDir(), tc.name+".png")
-			if dir := os.Getenv("MEMWHO_SCREENSHOT"); dir != "" {
-				shot = filepath.Join(dir, tc.name+".png")
-			}
-			_, logs := runChromium(t, chromium, "--enable-logging=stderr", "--v=0",
-				"--screenshot="+shot, "file://"+htmlPath)
-			for _, line := range strings.Split(logs, "\n") {
-				if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
-					t.Errorf("console: %s", line)
-				}
-			}
-			if fi, err := os.Stat(shot); err != nil || fi.Size() < 1000 {
-				t.Errorf("no screenshot: %v", err)
-			}
-			dom, _ := runChromium(t, chromium, "--dump-dom", "file://"+htmlPath)
-			if !strings.Contains(dom, `data-check="ok"`) {
-				m := regexp.MustCompile(`data-check="[^"]*"`).FindString(dom)
-				t.Errorf("the page's self-check: %s", m)
-			}
-			checkAreas(t, dom)
-			svg, _ := runChromium(t, chromium, "--dump-dom", "file://"+svgPath)
+			checkAreas(t, browsertest.Render(t, chromium, htmlPath, tc.name))
+			svg, _ := browsertest.Run(t, chromium, "--dump-dom", "file://"+svgPath)
 			checkAreas(t, svg)
 		})
 	}
-}
-
-// runChromium runs headless Chromium on args and returns its standard
-// output and error.
-func runChromium(t *testing.T, chromium string, args ...string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args = append([]string{"--headless=new", "--no-sandbox", "--disable-gpu",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1200,900"}, args...)
-	cmd := exec.CommandContext(ctx, chromium, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %q: %v\n%s", args, err, stderr.String())
-	}
-	return stdout.String(), stderr.String()
 }
 
 var (

@@ -183,14 +183,7 @@ func GroupProcs(procs []Process, by By, names *Namer) []Group {
 // add adds p's figures to g (not its PID).
 func (g *Group) add(p *Process) {
 	g.Count++
-	g.RAM = addSat(g.RAM, p.RAM)
-	g.Private = addSat(g.Private, p.Private)
-	g.Shared = addSat(g.Shared, p.Shared)
-	g.Swap = addSat(g.Swap, p.Swap)
-	g.PssAnon = addSat(g.PssAnon, p.PssAnon)
-	g.PssFile = addSat(g.PssFile, p.PssFile)
-	g.PssShmem = addSat(g.PssShmem, p.PssShmem)
-	g.PrivateHugetlb = addSat(g.PrivateHugetlb, p.PrivateHugetlb)
+	g.addFigures(p.RAM, p.Private, p.Shared, p.Swap, p.PssAnon, p.PssFile, p.PssShmem, p.PrivateHugetlb)
 	g.Conns += uint64(p.Conns)
 	if p.Accuracy == Estimate {
 		g.Estimated++
@@ -198,6 +191,20 @@ func (g *Group) add(p *Process) {
 	if p.SwapPssMissing {
 		g.SwapPssMissing = true
 	}
+}
+
+// addFigures adds figures in bytes to g's sums, saturating: the one
+// summing rule of a group from processes (add) and of a total from
+// groups (Total).
+func (g *Group) addFigures(ram, private, shared, swap, anon, file, shmem, hugetlb uint64) {
+	g.RAM = addSat(g.RAM, ram)
+	g.Private = addSat(g.Private, private)
+	g.Shared = addSat(g.Shared, shared)
+	g.Swap = addSat(g.Swap, swap)
+	g.PssAnon = addSat(g.PssAnon, anon)
+	g.PssFile = addSat(g.PssFile, file)
+	g.PssShmem = addSat(g.PssShmem, shmem)
+	g.PrivateHugetlb = addSat(g.PrivateHugetlb, hugetlb)
 }
 
 // SumProcs sums procs into one group keyed "total" (without PIDs): the
@@ -216,14 +223,7 @@ func Total(groups []Group) Group {
 	for i := range groups {
 		g := &groups[i]
 		t.Count += g.Count
-		t.RAM = addSat(t.RAM, g.RAM)
-		t.Private = addSat(t.Private, g.Private)
-		t.Shared = addSat(t.Shared, g.Shared)
-		t.Swap = addSat(t.Swap, g.Swap)
-		t.PssAnon = addSat(t.PssAnon, g.PssAnon)
-		t.PssFile = addSat(t.PssFile, g.PssFile)
-		t.PssShmem = addSat(t.PssShmem, g.PssShmem)
-		t.PrivateHugetlb = addSat(t.PrivateHugetlb, g.PrivateHugetlb)
+		t.addFigures(g.RAM, g.Private, g.Shared, g.Swap, g.PssAnon, g.PssFile, g.PssShmem, g.PrivateHugetlb)
 		t.Conns += g.Conns
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing

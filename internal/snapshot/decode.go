@@ -353,15 +353,9 @@ func (r *reader) varint() int64 {
 }
 
 func (r *reader) varintSlow() int64 {
-	v, k := binary.Varint(r.b[r.off:])
-	if k <= 0 {
-		if r.err == nil {
-			r.err = malformed("%s: bad or missing number at byte %d", tagNames[r.tag], r.off)
-		}
-		return 0
-	}
-	r.off += k
-	return v
+	// binary.Varint's zigzag, on the one uvarint reader.
+	u := r.uvarintSlow()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (r *reader) byte() byte {
