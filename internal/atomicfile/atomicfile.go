@@ -29,10 +29,11 @@
 package atomicfile
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,11 +133,15 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 // tempName returns ".NAME.tmp-" and 16 random hex digits, NAME shortened
 // so that the whole fits in a file name (255 bytes).
 func tempName(name string) string {
-	var r [8]byte
-	rand.Read(r[:]) // never fails (crypto/rand, Go 1.24+)
+	// The runtime's ChaCha8 generator, seeded from the kernel at start:
+	// names no other process can predict, without linking crypto/rand
+	// (about 100 KB of code, and its initialisers, in the capability
+	// binary). O_EXCL and the retry make a guessed name harmless anyway.
 	if len(name) > 200 {
 		name = name[:200]
 	}
+	var r [8]byte
+	binary.LittleEndian.PutUint64(r[:], rand.Uint64())
 	return "." + name + tempMarker + hex.EncodeToString(r[:])
 }
 
