@@ -20,9 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/memwho/memwho/internal/proc/proctest"
+	"github.com/memwho/memwho/internal/term/termtest"
 )
 
 // tmuxSession is one tmux server on a private socket.
@@ -132,6 +131,10 @@ func TestWatchInTmux(t *testing.T) {
 
 	s.keys("w")
 	s.waitFor("sort by swap", `Swap▼`, `!RAM used▼`)
+	s.keys("Right")
+	s.waitFor("next column", `Procs▼`, `!Swap▼`)
+	s.keys("Left", "Left")
+	s.waitFor("previous column twice", `RAM used▼`, `!Procs▼`)
 	s.keys("n")
 	scr = s.waitFor("sort by name", `Program▲`)
 	if i, j := strings.Index(scr, " bash"), strings.Index(scr, " helper"); i > j {
@@ -147,10 +150,21 @@ func TestWatchInTmux(t *testing.T) {
 	s.waitFor("filter prompt", `^filter: hel█  Enter applies, Esc cancels`)
 	s.keys("Enter")
 	s.waitFor("filter applied", `^filter /hel/  1 of 2 groups`, `helper$`, `!bash$`)
+	// A bracketed paste (tmux brackets it because memwho asked for it)
+	// is text, never keys: outside the prompt it does nothing (its q
+	// does not quit), at the prompt it is typed.
+	s.must("set-buffer", "-b", "memwho", "q")
+	s.must("paste-buffer", "-p", "-d", "-b", "memwho", "-t", "w")
+	s.keys("/", "C-u")
+	s.must("set-buffer", "-b", "memwho", "^h(el|q)")
+	s.must("paste-buffer", "-p", "-d", "-b", "memwho", "-t", "w")
+	s.waitFor("pasted filter", `^filter: \^h\(el\|q\)█`)
+	s.keys("Enter")
+	s.waitFor("pasted filter applied", `^filter /\^h\(el\|q\)/  1 of 2 groups`, `helper$`, `!bash$`)
 	s.keys("/", "C-u", "(", "Enter")
 	s.waitFor("bad regex", `bad regex: missing closing \) in "\("`)
 	s.keys("Escape")
-	s.waitFor("prompt cancelled", `^filter /hel/`, `!bad regex`)
+	s.waitFor("prompt cancelled", `^filter /\^h\(el\|q\)/`, `!bad regex`)
 	s.keys("Escape")
 	s.waitFor("filter cleared", `bash$`, `helper$`, `!^filter`)
 
@@ -169,7 +183,7 @@ func TestWatchInTmux(t *testing.T) {
 	s.must("resize-window", "-t", "w", "-x", "80", "-y", "30")
 	scr = s.waitFor("resized to 80 columns", `^ +RAM used +Swap +Change +MiB/min +Trend +Leak +Program▲`, `!Private`)
 	for i, l := range strings.Split(strings.TrimRight(scr, "\n"), "\n") {
-		if w := ansi.StringWidth(l); w > 80 {
+		if w := termtest.Width(l); w > 80 {
 			t.Errorf("line %d is %d cells wide at 80 columns: %q", i+1, w, l)
 		}
 	}

@@ -3,7 +3,6 @@
 package watch
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,9 +10,8 @@ import (
 	"slices"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/term"
 )
 
 // TUI reports whether this build has the live view (it is left out with
@@ -30,10 +28,11 @@ var sortKeys = map[string]SortKey{
 	"o": SortConns,
 }
 
-// Model is the live view: a bubbletea model whose View is a pure
+// Model is the live view: Update changes it by messages and returns
+// what the loop that runs it (RunTUI) is to do next; its View is a pure
 // function of its fields, so that it can be rendered at a fixed size in
-// tests. Scans run in bubbletea commands, one at a time, each filling
-// the model's snapshot before its message reaches Update.
+// tests. Scans run one at a time, each filling the model's snapshot
+// before its message reaches Update.
 type Model struct {
 	opt     Options
 	sampler Sampler
@@ -54,11 +53,36 @@ type Model struct {
 
 	paused   bool
 	help     bool
-	scanning bool // a scan command is running
+	scanning bool // a scan is running
 	ticking  bool // a tick for the next scan is pending
 	scanErr  error
 	scans    int // snapshots shown
 }
+
+// Msg is what Update handles: a term.Key, a term.Paste, a SizeMsg, or
+// the loop's own messages (a scan finished, time for the next one).
+type Msg any
+
+// SizeMsg gives the terminal's size in cells.
+type SizeMsg struct{ Width, Height int }
+
+// Cmd is what Update asks of the loop that runs the model: nothing,
+// quit, start a scan (Model.scan) or deliver a tickMsg after a delay.
+type Cmd struct {
+	kind  cmdKind
+	delay time.Duration // for cmdTick
+}
+
+type cmdKind uint8
+
+const (
+	cmdNone cmdKind = iota
+	cmdQuit
+	cmdScan
+	cmdTick
+)
+
+var quit = Cmd{kind: cmdQuit}
 
 // snapshotMsg says a scan finished, having filled Model.snap.
 type snapshotMsg struct {
@@ -98,25 +122,30 @@ func NewModel(s Sampler, opt Options) Model {
 }
 
 // Init starts the first scan.
-func (m Model) Init() tea.Cmd {
+func (m *Model) Init() Cmd {
 	if m.sampler == nil {
-		return nil
+		return Cmd{}
 	}
 	return m.scanCmd()
 }
 
-func (m *Model) scanCmd() tea.Cmd {
+// scanCmd marks a scan under way and asks the loop to run it.
+func (m *Model) scanCmd() Cmd {
 	m.scanning = true
-	s, snap := m.sampler, m.snap
-	return func() tea.Msg {
-		start := time.Now()
-		err := s.Scan(snap)
-		var at []time.Time
-		if err == nil {
-			at = readTimes(s, snap)
-		}
-		return snapshotMsg{err: err, at: at, started: start}
+	return Cmd{kind: cmdScan}
+}
+
+// scan is the scan a cmdScan asks for. It fills m.snap, which View does
+// not read until its message has reached Update: the loop runs it in a
+// goroutine of its own.
+func (m *Model) scan() snapshotMsg {
+	start := time.Now()
+	err := m.sampler.Scan(m.snap)
+	var at []time.Time
+	if err == nil {
+		at = readTimes(m.sampler, m.snap)
 	}
+	return snapshotMsg{err: err, at: at, started: start}
 }
 
 // Add records snap as the next refresh, as a finished scan does. It is
@@ -127,9 +156,9 @@ func (m *Model) Add(snap *sample.Snapshot) {
 }
 
 // Update handles a message.
-func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m Model) Update(msg Msg) (Model, Cmd) {
 	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
+	case SizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case snapshotMsg:
 		m.scanning = false
@@ -140,35 +169,35 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.tr.AddSampled(m.snap, msg.at)
 			m.scans++
 			if m.opt.Count > 0 && m.scans >= m.opt.Count {
-				return m, tea.Quit
+				return m, quit
 			}
 		}
 		if m.paused {
-			return m, nil
+			return m, Cmd{}
 		}
 		m.ticking = true
-		return m, tea.Tick(max(time.Until(msg.started.Add(m.opt.Interval)), 0), func(time.Time) tea.Msg { return tickMsg{} })
+		return m, Cmd{kind: cmdTick, delay: max(time.Until(msg.started.Add(m.opt.Interval)), 0)}
 	case tickMsg:
 		m.ticking = false
 		if m.paused || m.scanning || m.sampler == nil {
-			return m, nil
+			return m, Cmd{}
 		}
 		return m, m.scanCmd()
-	case tea.PasteMsg:
+	case term.Paste:
 		if m.prompt {
-			m.input += msg.Content
+			m.input += msg.Text
 			m.inputErr = ""
 		}
-	case tea.KeyPressMsg:
+	case term.Key:
 		return m.key(msg)
 	}
-	return m, nil
+	return m, Cmd{}
 }
 
-func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	k := msg.String()
+func (m Model) key(msg term.Key) (Model, Cmd) {
+	k := msg.Name
 	if k == "ctrl+c" {
-		return m, tea.Quit
+		return m, quit
 	}
 	if m.prompt {
 		switch k {
@@ -193,29 +222,29 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case "ctrl+u":
 			m.input, m.inputErr = "", ""
 		default:
-			if msg.Text != "" && msg.Mod&^tea.ModShift == 0 {
+			if msg.Text != "" {
 				m.input += msg.Text
 				m.inputErr = ""
 			}
 		}
-		return m, nil
+		return m, Cmd{}
 	}
 	if m.help {
 		switch k {
 		case "q":
-			return m, tea.Quit
+			return m, quit
 		default:
 			m.help = false
 		}
-		return m, nil
+		return m, Cmd{}
 	}
 	if sk, ok := sortKeys[k]; ok {
 		m.setSort(sk)
-		return m, nil
+		return m, Cmd{}
 	}
 	switch k {
 	case "q":
-		return m, tea.Quit
+		return m, quit
 	case "left", "right":
 		order := m.sortOrder()
 		step := 1
@@ -257,7 +286,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "?":
 		m.help = true
 	}
-	return m, nil
+	return m, Cmd{}
 }
 
 // sortOrder is the order the left and right keys step through the
@@ -286,18 +315,4 @@ func regexpError(err error) string {
 		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
 	}
 	return err.Error()
-}
-
-// RunTUI runs the live view on the terminal until q, ctrl+c, ctx's end or
-// opt.Count refreshes. The terminal is restored when it returns.
-func RunTUI(ctx context.Context, s Sampler, opt Options) error {
-	// 20 frames a second is plenty for a table refreshed every few
-	// seconds and keeps keys responsive; the default 60 costs 0.75% of a
-	// core while idle (measured in docs/watch.md).
-	p := tea.NewProgram(NewModel(s, opt), tea.WithContext(ctx), tea.WithFPS(20))
-	_, err := p.Run()
-	if errors.Is(err, tea.ErrInterrupted) || (errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil) {
-		return nil
-	}
-	return err
 }

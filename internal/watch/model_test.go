@@ -8,50 +8,39 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/term"
 )
 
-// key returns the key press bubbletea delivers for a key name: "space",
-// "enter", "esc", "backspace", "left", "right", "ctrl+c" or one
-// character.
-func key(name string) tea.KeyPressMsg {
-	switch name {
-	case "space":
-		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "backspace":
-		return tea.KeyPressMsg{Code: tea.KeyBackspace}
-	case "left":
-		return tea.KeyPressMsg{Code: tea.KeyLeft}
-	case "right":
-		return tea.KeyPressMsg{Code: tea.KeyRight}
-	case "ctrl+c":
-		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
-	case "ctrl+u":
-		return tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl}
+// key returns the key press the terminal decoder delivers for a key
+// name: "space", "enter", "esc", "backspace", "left", "right", "ctrl+c",
+// "ctrl+u" or one character.
+func key(name string) term.Key {
+	if isKeyName(name) {
+		k := term.Key{Name: name}
+		if name == "space" {
+			k.Text = " "
+		}
+		return k
 	}
-	r := []rune(name)
-	if len(r) != 1 {
+	if len([]rune(name)) != 1 {
 		panic("key: unknown key " + name)
 	}
-	k := tea.KeyPressMsg{Code: r[0], Text: name}
-	if strings.ToUpper(name) == name && strings.ToLower(name) != name {
-		k.ShiftedCode, k.Code, k.Mod = r[0], []rune(strings.ToLower(name))[0], tea.ModShift
-	}
-	return k
+	return term.Key{Name: name, Text: name}
 }
 
 func TestKeyNames(t *testing.T) {
-	// The model matches keys by their String(); check that the messages
-	// built here spell the way bubbletea spells real key presses.
-	for _, name := range []string{"space", "enter", "esc", "backspace", "left", "right", "ctrl+c", "ctrl+u", "q", "/", "?", "G"} {
-		if got := key(name).String(); got != name {
-			t.Errorf("key(%q).String() = %q", name, got)
+	// The model matches keys by name; check that the keys built here
+	// are named as the decoder names the bytes a terminal sends.
+	for _, tc := range []struct{ name, in string }{
+		{"space", " "}, {"enter", "\r"}, {"esc", "\x1b"}, {"backspace", "\x7f"},
+		{"left", "\x1b[D"}, {"right", "\x1b[C"}, {"ctrl+c", "\x03"}, {"ctrl+u", "\x15"},
+		{"q", "q"}, {"/", "/"}, {"?", "?"}, {"G", "G"},
+	} {
+		var d term.Decoder
+		evs := d.Feed(nil, []byte(tc.in))
+		if len(evs) != 1 || evs[0] != term.Event(key(tc.name)) {
+			t.Errorf("%q decodes to %#v, want %#v", tc.in, evs, key(tc.name))
 		}
 	}
 }
@@ -59,19 +48,16 @@ func TestKeyNames(t *testing.T) {
 // press sends keys to m in order (names as for key; a longer string is
 // typed one character at a time) and returns the model and the last
 // command.
-func press(m Model, keys ...string) (Model, tea.Cmd) {
-	var cmd tea.Cmd
+func press(m Model, keys ...string) (Model, Cmd) {
+	var cmd Cmd
 	for _, k := range keys {
-		var tm tea.Model
 		if len([]rune(k)) > 1 && !isKeyName(k) {
 			for _, r := range k {
-				tm, cmd = m.Update(key(string(r)))
-				m = tm.(Model)
+				m, cmd = m.Update(key(string(r)))
 			}
 			continue
 		}
-		tm, cmd = m.Update(key(k))
-		m = tm.(Model)
+		m, cmd = m.Update(key(k))
 	}
 	return m, cmd
 }
@@ -84,12 +70,18 @@ func isKeyName(s string) bool {
 	return false
 }
 
-func isQuit(cmd tea.Cmd) bool {
-	if cmd == nil {
-		return false
+func isQuit(cmd Cmd) bool { return cmd.kind == cmdQuit }
+
+// runCmd carries out cmd as RunTUI's loop does, at once: the message a
+// scan or a tick delivers (the tick without waiting), nil for none.
+func runCmd(m *Model, cmd Cmd) Msg {
+	switch cmd.kind {
+	case cmdScan:
+		return m.scan()
+	case cmdTick:
+		return tickMsg{}
 	}
-	_, ok := cmd().(tea.QuitMsg)
-	return ok
+	return nil
 }
 
 // testModel is a model of size w×h fed n synthetic snapshots of
@@ -100,8 +92,7 @@ func testModel(t *testing.T, w, h, n int, opt Options) Model {
 		opt.Interval = time.Second
 	}
 	m := NewModel(nil, opt)
-	tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m = tm.(Model)
+	m, _ = m.Update(SizeMsg{Width: w, Height: h})
 	for i := range n {
 		m.Add(snapshot(i, time.Second, testProcs))
 	}
@@ -227,13 +218,12 @@ func TestFilterKeys(t *testing.T) {
 	}
 
 	// Pasted text goes into the prompt.
-	tm, _ := m.Update(tea.PasteMsg{Content: "fire"})
-	if got := tm.(Model); got.input != m.input || got.filter != m.filter {
+	if got, _ := m.Update(term.Paste{Text: "fire"}); got.input != m.input || got.filter != m.filter {
 		t.Errorf("paste outside the prompt changed input to %q, filter to %v", got.input, got.filter)
 	}
 	p, _ := press(m, "/", "ctrl+u")
-	tm, _ = p.Update(tea.PasteMsg{Content: "fire"})
-	p, _ = press(tm.(Model), "enter")
+	p, _ = p.Update(term.Paste{Text: "fire"})
+	p, _ = press(p, "enter")
 	if ks := visibleKeys(p); len(ks) != 1 || ks[0] != "firefox" {
 		t.Errorf("pasted filter rows %q, want [firefox]", ks)
 	}
@@ -288,26 +278,25 @@ func TestScanLoop(t *testing.T) {
 	f := &fakeSampler{}
 	m := NewModel(f, Options{Interval: time.Millisecond, Count: 3})
 	cmd := m.Init()
-	if !m.scanning && cmd == nil {
+	if !m.scanning || cmd.kind != cmdScan {
 		t.Fatal("Init started no scan")
 	}
 	// Run the commands by hand: scan, tick, scan, ... until quit.
-	var tm tea.Model = m
 	for steps := 0; ; steps++ {
 		if steps > 20 {
 			t.Fatal("no quit after 20 steps")
 		}
-		msg := cmd()
-		if _, ok := msg.(tea.QuitMsg); ok {
+		msg := runCmd(&m, cmd)
+		m, cmd = m.Update(msg)
+		if isQuit(cmd) {
 			break
 		}
-		tm, cmd = tm.Update(msg)
-		if cmd == nil {
+		if cmd.kind == cmdNone {
 			t.Fatalf("step %d (%T): no next command", steps, msg)
 		}
 	}
-	if got := tm.(Model).scans; got != 3 {
-		t.Errorf("quit after %d refreshes, want --count 3", got)
+	if m.scans != 3 {
+		t.Errorf("quit after %d refreshes, want --count 3", m.scans)
 	}
 
 	// A paused view drops the scan that was under way and scans no more
@@ -316,27 +305,31 @@ func TestScanLoop(t *testing.T) {
 	m = NewModel(f, Options{Interval: time.Millisecond})
 	cmd = m.Init()
 	m, _ = press(m, "space")
-	tm, next := m.Update(cmd())
-	if tm.(Model).scans != 0 || next != nil {
-		t.Errorf("paused: %d refreshes and command %v, want 0 and none", tm.(Model).scans, next)
+	m, next := m.Update(runCmd(&m, cmd))
+	if m.scans != 0 || next.kind != cmdNone {
+		t.Errorf("paused: %d refreshes and command %v, want 0 and none", m.scans, next)
 	}
-	m, cmd = press(tm.(Model), "space")
-	if cmd == nil || !m.scanning {
+	m, cmd = press(m, "space")
+	if cmd.kind != cmdScan || !m.scanning {
 		t.Fatal("resume did not scan")
 	}
-	tm, _ = m.Update(cmd())
-	if tm.(Model).scans != 1 {
-		t.Errorf("after resume: %d refreshes, want 1", tm.(Model).scans)
+	// Space again while the scan runs pauses; a third resumes without
+	// a second scan on the same snapshot.
+	if _, c := press(m, "space", "space"); c.kind == cmdScan {
+		t.Error("resume during a scan started a second one")
+	}
+	m, _ = m.Update(runCmd(&m, cmd))
+	if m.scans != 1 {
+		t.Errorf("after resume: %d refreshes, want 1", m.scans)
 	}
 
 	// A failing scan is shown and retried; it does not stop the view.
 	f.err = errors.New("open /proc: no such file or directory")
-	m = tm.(Model)
-	tm, next = m.Update(m.scanCmd()())
-	if tm.(Model).scanErr == nil || next == nil {
-		t.Errorf("scan error: %v, next %v; want the error kept and a retry", tm.(Model).scanErr, next)
+	m, next = m.Update(runCmd(&m, m.scanCmd()))
+	if m.scanErr == nil || next.kind != cmdTick {
+		t.Errorf("scan error: %v, next %v; want the error kept and a retry", m.scanErr, next)
 	}
-	if !strings.Contains(tm.(Model).screen(), "scan failed: open /proc") {
+	if !strings.Contains(m.screen(), "scan failed: open /proc") {
 		t.Error("scan error not on screen")
 	}
 }

@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/term"
 )
 
 // The screen is, from the top: a title line (time, interval, grouping),
@@ -100,42 +97,38 @@ func layout(width int, by sample.By, conns bool) (shown [numCols]bool, nameWidth
 	return shown, max(width-used, minNameWidth)
 }
 
-// styles holds the emphasis of the screen; with colour off every style
-// is the identity.
+// styles holds the emphasis of the screen, each the SGR sequence that
+// starts it (term.Reset ends it); with colour off every style is the
+// identity.
 type styles struct {
 	on                                      bool
-	title, header, sorted, leak, warn, hint lipgloss.Style
+	title, header, sorted, leak, warn, hint string
 }
 
 func newStyles(color bool) styles {
-	s := styles{on: color}
-	if color {
-		s.title = lipgloss.NewStyle().Bold(true)
-		s.header = lipgloss.NewStyle().Reverse(true)
-		s.sorted = lipgloss.NewStyle().Reverse(true).Bold(true)
-		s.leak = lipgloss.NewStyle().Foreground(lipgloss.Red).Bold(true)
-		s.warn = lipgloss.NewStyle().Foreground(lipgloss.Yellow).Bold(true)
-		s.hint = lipgloss.NewStyle().Faint(true)
+	return styles{
+		on:     color,
+		title:  term.Bold,
+		header: term.Reverse,
+		sorted: "\x1b[1;7m",  // bold, reverse
+		leak:   "\x1b[1;31m", // bold, red
+		warn:   "\x1b[1;33m", // bold, yellow
+		hint:   term.Faint,
 	}
-	return s
 }
 
-func (s *styles) render(st lipgloss.Style, text string) string {
+func (s *styles) render(st, text string) string {
 	if !s.on || text == "" {
 		return text
 	}
-	return st.Render(text)
+	return st + text + term.Reset
 }
 
-// View renders the screen. It reads the model and nothing else.
-func (m Model) View() tea.View {
-	v := tea.NewView(m.screen())
-	v.AltScreen = true
-	v.WindowTitle = "memwho watch"
-	return v
-}
+// View renders the screen, one string of lines joined by "\n". It reads
+// the model and nothing else.
+func (m Model) View() string { return m.screen() }
 
-// screen is the content of View, one string of lines joined by "\n".
+// screen is the content of View.
 func (m Model) screen() string {
 	w, h := max(m.width, 1), max(m.height, 1)
 	var lines []string
@@ -179,8 +172,8 @@ func (m Model) finish(lines []string, w, h int) string {
 		lines = lines[:h]
 	}
 	for i, l := range lines {
-		if ansi.StringWidth(l) > w {
-			lines[i] = ansi.Truncate(l, w, "")
+		if term.Width(l) > w {
+			lines[i] = term.Truncate(l, w, "")
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -385,8 +378,8 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 			} else {
 				name = string(report.Sanitize(nil, r.Key))
 			}
-			if ansi.StringWidth(name) > nameW {
-				name = ansi.Truncate(name, nameW, "…")
+			if term.Width(name) > nameW {
+				name = term.Truncate(name, nameW, "…")
 			}
 			buf = append(buf, name...)
 			continue
@@ -437,14 +430,14 @@ func appendMarked(dst []byte, mark byte, n uint64) []byte {
 }
 
 func padLeft(s string, width int) string {
-	if n := width - ansi.StringWidth(s); n > 0 {
+	if n := width - term.Width(s); n > 0 {
 		return strings.Repeat(" ", n) + s
 	}
 	return s
 }
 
 func padRight(s string, width int) string {
-	if n := width - ansi.StringWidth(s); n > 0 {
+	if n := width - term.Width(s); n > 0 {
 		return s + strings.Repeat(" ", n)
 	}
 	return s

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/term/termtest"
 )
 
 // hostileName holds an ANSI colour sequence and a newline: it must reach
@@ -76,11 +74,7 @@ func TestViewGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := testModel(t, tc.w, tc.h, tc.n, Options{Color: tc.color, Conns: tc.conns})
 			m, _ = press(m, tc.keys...)
-			v := m.View()
-			if !v.AltScreen {
-				t.Error("the view does not ask for the alternate screen")
-			}
-			got := v.Content
+			got := m.View()
 			checkScreen(t, got, tc.w, tc.h, tc.color)
 			golden(t, filepath.Join("testdata", tc.name+".golden"), got)
 		})
@@ -97,12 +91,12 @@ func checkScreen(t *testing.T, screen string, w, h int, color bool) {
 		t.Errorf("%d lines on a %d-line terminal", len(lines), h)
 	}
 	for i, l := range lines {
-		if n := ansi.StringWidth(l); n > w {
+		if n := termtest.Width(l); n > w {
 			t.Errorf("line %d is %d cells wide on a %d-cell terminal: %q", i+1, n, w, l)
 		}
 		plain := l
 		if color {
-			plain = ansi.Strip(l)
+			plain = termtest.Strip(l)
 		}
 		for _, c := range plain {
 			if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
@@ -121,7 +115,7 @@ func checkScreen(t *testing.T, screen string, w, h int, color bool) {
 
 func TestViewShowsHostileNameEscaped(t *testing.T) {
 	m := testModel(t, 120, 30, 3, Options{})
-	s := m.View().Content
+	s := m.View()
 	if !strings.Contains(s, `red\x1b[31mtext\nline2`) {
 		t.Errorf("hostile name not shown escaped:\n%s", s)
 	}
@@ -130,7 +124,7 @@ func TestViewShowsHostileNameEscaped(t *testing.T) {
 func TestViewLeakAndRate(t *testing.T) {
 	m := testModel(t, 120, 30, 20, Options{})
 	var leakLine string
-	for _, l := range strings.Split(m.View().Content, "\n") {
+	for _, l := range strings.Split(m.View(), "\n") {
 		if strings.HasSuffix(l, " leaky") {
 			leakLine = l
 		}
@@ -145,7 +139,7 @@ func TestViewLeakAndRate(t *testing.T) {
 			t.Errorf("leaky row %q lacks %q", leakLine, want)
 		}
 	}
-	if !regexp.MustCompile(`1 leak suspect\b`).MatchString(m.View().Content) {
+	if !regexp.MustCompile(`1 leak suspect\b`).MatchString(m.View()) {
 		t.Error("header does not count 1 leak suspect")
 	}
 }
@@ -155,8 +149,8 @@ func TestViewResize(t *testing.T) {
 	// shows the name column's title.
 	m := testModel(t, 80, 24, 20, Options{})
 	for w := 20; w <= 200; w += 7 {
-		tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: 15})
-		s := tm.(Model).View().Content
+		mm, _ := m.Update(SizeMsg{Width: w, Height: 15})
+		s := mm.View()
 		checkScreen(t, s, w, 15, false)
 		if w >= 60 && !strings.Contains(s, "Program") {
 			t.Errorf("width %d: no Program column", w)
@@ -166,15 +160,15 @@ func TestViewResize(t *testing.T) {
 	for w := 1; w <= 20; w++ {
 		for h := 1; h <= 6; h++ {
 			for _, keys := range [][]string{nil, {"?"}, {"/", "(x"}} {
-				tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-				mm, _ := press(tm.(Model), keys...)
-				checkScreen(t, mm.View().Content, w, h, false)
+				mm, _ := m.Update(SizeMsg{Width: w, Height: h})
+				mm, _ = press(mm, keys...)
+				checkScreen(t, mm.View(), w, h, false)
 			}
 		}
 	}
 	// Resizing never loses history.
-	tm, _ := m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
-	if s := tm.(Model).View().Content; !strings.Contains(s, "+60.0") {
+	mm, _ := m.Update(SizeMsg{Width: 200, Height: 50})
+	if s := mm.View(); !strings.Contains(s, "+60.0") {
 		t.Error("rate lost after a resize")
 	}
 }
@@ -182,7 +176,7 @@ func TestViewResize(t *testing.T) {
 func TestViewTiming(t *testing.T) {
 	// The title shows the snapshot's time and the interval.
 	m := testModel(t, 120, 30, 20, Options{Interval: 1500 * time.Millisecond})
-	first := strings.SplitN(m.View().Content, "\n", 2)[0]
+	first := strings.SplitN(m.View(), "\n", 2)[0]
 	if !strings.Contains(first, "12:00:19") || !strings.Contains(first, "every 1.5s") {
 		t.Errorf("title %q lacks the time 12:00:19 and interval 1.5s", first)
 	}
@@ -196,8 +190,7 @@ func BenchmarkView(b *testing.B) {
 		procs = append(procs, proc{pid: 1000 + i, name: "prog" + strconv.Itoa(i%300), shared: miB, ram: linear(uint64(i+2)*miB, uint64(i%5)*kiB)})
 	}
 	m := NewModel(nil, Options{Interval: 2 * time.Second})
-	tm, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m = tm.(Model)
+	m, _ = m.Update(SizeMsg{Width: 120, Height: 40})
 	for i := range 30 {
 		m.Add(snapshot(i, 2*time.Second, procs))
 	}
@@ -219,7 +212,7 @@ func TestViewHeldBack(t *testing.T) {
 		m.tr.AddSampled(snap, []time.Time{t0.Add(-time.Second), snap.Time})
 		m.scans++
 	}
-	s := m.View().Content
+	s := m.View()
 	checkScreen(t, s, 120, 30, false)
 	for _, want := range []string{"1 figure held back", "0 B held 12s ▁▁▁▁▁▁▁▁▁▁      big", "+60.0 ▁▂▃▃▄▅▆▆▇█ LEAK small"} {
 		if !strings.Contains(s, want) {
@@ -238,11 +231,10 @@ func TestViewWideNames(t *testing.T) {
 	}
 	for _, w := range []int{40, 63, 64, 80, 81, 120} {
 		m := NewModel(nil, Options{Interval: time.Second})
-		tm, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: 12})
-		m = tm.(Model)
+		m, _ = m.Update(SizeMsg{Width: w, Height: 12})
 		for i := range 3 {
 			m.Add(snapshot(i, time.Second, procs))
 		}
-		checkScreen(t, m.View().Content, w, 12, false)
+		checkScreen(t, m.View(), w, 12, false)
 	}
 }

@@ -1,0 +1,137 @@
+package term
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func k(name string) Event { return Key{Name: name} }
+func t1(s string) Event   { return Key{Name: s, Text: s} }
+
+func TestDecoder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []string // one string per read
+		want []Event
+	}{
+		{"letters", []string{"qG/?"}, []Event{t1("q"), t1("G"), t1("/"), t1("?")}},
+		{"space", []string{" "}, []Event{Key{Name: "space", Text: " "}}},
+		{"enter CR and LF", []string{"\r\n"}, []Event{k("enter"), k("enter")}},
+		{"backspace DEL and BS", []string{"\x7f\x08"}, []Event{k("backspace"), k("backspace")}},
+		{"ctrl keys", []string{"\x03\x15\x01\x1a\x09"}, []Event{k("ctrl+c"), k("ctrl+u"), k("ctrl+a"), k("ctrl+z"), k("tab")}},
+		{"NUL and others ignored", []string{"\x00\x1c\x1f"}, nil},
+		{"lone esc", []string{"\x1b"}, []Event{k("esc")}},
+		{"esc esc", []string{"\x1b\x1b"}, []Event{k("esc"), k("esc")}},
+		{"esc then ctrl+c", []string{"\x1b\x03"}, []Event{k("esc"), k("ctrl+c")}},
+		{"arrows CSI", []string{"\x1b[A\x1b[B\x1b[C\x1b[D"}, []Event{k("up"), k("down"), k("right"), k("left")}},
+		{"arrows SS3", []string{"\x1bOC\x1bOD\x1bOP"}, []Event{k("right"), k("left")}},
+		{"modified arrow ignored", []string{"\x1b[1;5Cq"}, []Event{t1("q")}},
+		{"function key ignored", []string{"\x1b[15~q"}, []Event{t1("q")}},
+		{"delete", []string{"\x1b[3~"}, []Event{k("delete")}},
+		{"alt key ignored", []string{"\x1bqx\x1bé"}, []Event{t1("x")}},
+		{"OSC with BEL ignored", []string{"\x1b]11;rgb:0/0/0\x07q"}, []Event{t1("q")}},
+		{"OSC with ST ignored", []string{"\x1b]0;t\x1b\\q"}, []Event{t1("q")}},
+		{"unterminated OSC dropped with its read", []string{"\x1b]0;never ends q", "w"}, []Event{t1("w")}},
+		{"not CSI", []string{"\x1b[\x01q"}, []Event{k("ctrl+a"), t1("q")}},
+		{"UTF-8", []string{"é数🐘"}, []Event{t1("é"), t1("数"), t1("🐘")}},
+		{"invalid UTF-8 and C1 ignored", []string{"\xff\xc2\x9b\xe2\x80\xa8q"}, []Event{t1("q")}},
+		{"UTF-8 split", []string{"\xe6", "\x95", "\xb0"}, []Event{t1("数")}},
+		{"CSI split", []string{"\x1b[", "1;", "5", "C", "\x1b[", "D"}, []Event{k("left")}},
+		{"SS3 split", []string{"\x1bO", "C"}, []Event{k("right")}},
+		{"paste", []string{"\x1b[200~he\x03l\rq\x1b[201~q"}, []Event{Paste{Text: "he\x03l\rq"}, t1("q")}},
+		{"paste holding escapes", []string{"\x1b[200~a\x1b[Cb\x1b\x1b[201~"}, []Event{Paste{Text: "a\x1b[Cb\x1b"}}},
+		{"paste across reads", []string{"\x1b[200~ab", "cd\x1b", "[20", "1", "~q"}, []Event{Paste{Text: "abcd"}, t1("q")}},
+		{"paste end prefix that is not the end", []string{"\x1b[200~a\x1b[20", "0~b\x1b[201~"}, []Event{Paste{Text: "a\x1b[200~b"}}},
+		{"empty paste", []string{"\x1b[200~\x1b[201~"}, []Event{Paste{}}},
+		{"paste end alone", []string{"\x1b[201~q"}, []Event{t1("q")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d Decoder
+			var got []Event
+			for _, r := range tc.in {
+				got = d.Feed(got, []byte(r))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Feed(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestDecoderPasteBounded(t *testing.T) {
+	var d Decoder
+	evs := d.Feed(nil, []byte("\x1b[200~"))
+	// A paste that goes on and on: kept up to MaxPaste, no further.
+	chunk := []byte(strings.Repeat("é", 1000) + "x") // 2001 bytes: the cut falls in a character
+	for range 1000 {
+		evs = d.Feed(evs, chunk)
+		if len(d.paste) > MaxPaste || len(d.pending) > maxPending {
+			t.Fatalf("paste %d bytes, pending %d", len(d.paste), len(d.pending))
+		}
+	}
+	evs = d.Feed(evs, []byte("\x1b[201~q"))
+	if len(evs) != 2 {
+		t.Fatalf("events %d, want the paste and q", len(evs))
+	}
+	p := evs[0].(Paste).Text
+	if len(p) > MaxPaste || len(p) < MaxPaste-utf8.UTFMax || !utf8.ValidString(p) {
+		t.Errorf("paste of %d bytes (valid UTF-8: %v), want up to %d cut at a character", len(p), utf8.ValidString(p), MaxPaste)
+	}
+	if evs[1] != t1("q") {
+		t.Errorf("after the paste: %v, want q", evs[1])
+	}
+}
+
+func TestDecoderPendingBounded(t *testing.T) {
+	// An escape sequence that never ends is dropped, not kept.
+	var d Decoder
+	evs := d.Feed(nil, []byte("\x1b["+strings.Repeat("1", 10000)))
+	if len(evs) != 0 || len(d.pending) > maxPending {
+		t.Fatalf("events %v, pending %d bytes", evs, len(d.pending))
+	}
+	if evs = d.Feed(nil, []byte("q")); len(evs) != 1 || evs[0] != t1("q") {
+		t.Errorf("after a dropped sequence: %v, want q", evs)
+	}
+}
+
+func FuzzDecoder(f *testing.F) {
+	for _, s := range []string{"q", "\x1b", "\x1b[A", "\x1bOC", "\x1b[200~x\x1b[201~", "\x1b]0;x\x07", "é", "\xff", "\x1b[1;5C", "\x1b[200~\x1b[20"} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, split uint8) {
+		var d Decoder
+		var evs []Event
+		// Feed in reads of split+1 bytes.
+		step := int(split) + 1
+		for len(in) > 0 {
+			n := min(step, len(in))
+			evs = d.Feed(evs[:0], in[:n])
+			in = in[n:]
+			if len(d.paste) > MaxPaste || len(d.pending) > maxPending+step {
+				t.Fatalf("paste %d bytes, pending %d", len(d.paste), len(d.pending))
+			}
+			for _, ev := range evs {
+				switch ev := ev.(type) {
+				case Key:
+					if ev.Name == "" {
+						t.Fatalf("a key without a name: %+v", ev)
+					}
+					for _, r := range ev.Text {
+						if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+							t.Fatalf("key text %q holds %U", ev.Text, r)
+						}
+					}
+				case Paste:
+					if len(ev.Text) > MaxPaste {
+						t.Fatalf("paste of %d bytes", len(ev.Text))
+					}
+				default:
+					t.Fatalf("event %T", ev)
+				}
+			}
+		}
+	})
+}

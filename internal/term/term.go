@@ -1,0 +1,187 @@
+// Package term is the little of a terminal that memwho's live view
+// needs, on golang.org/x/sys/unix alone: raw mode, the size, the
+// alternate screen, key presses and pastes decoded from the input, and
+// frames drawn by changed lines. It replaced bubbletea, lipgloss and
+// x/ansi (about 20 packages, 0.55 ms of package initialisers at every
+// start of the binary and 1.4 MiB of peak RSS) in a binary that may run
+// with capabilities; docs/watch.md has the figures.
+//
+// It speaks the VT100/xterm subset every terminal in use understands and
+// asks the terminal nothing, so there is no reply to wait for or parse.
+package term
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Terminal is a terminal taken over for a full-screen view: its input in
+// raw mode (keys arrive as typed, nothing echoed, ctrl+c a key), the
+// alternate screen, the cursor hidden, bracketed paste on and a window
+// title. Restore puts all of it back.
+type Terminal struct {
+	in, out  *os.File
+	ownIn    bool // in was opened here (/dev/tty) and is closed by Restore
+	raw      bool // the input's settings were changed
+	entered  bool // enter was written (in part, perhaps)
+	saved    unix.Termios
+	wake     [2]int // a pipe whose write end stops Read
+	restored sync.Once
+	err      error
+	stopOnce sync.Once
+}
+
+// enter and leave are what Open writes and what Restore writes to undo
+// it: the alternate screen (1049, which also saves the cursor), the
+// cursor hidden (25), bracketed paste (2004), the window title pushed on
+// xterm's title stack (22;2t, popped by 23;2t) and set (OSC 2). Leave
+// ends any style first, so that the shell's screen is not drawn bold.
+const (
+	enter = "\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
+	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?25h\x1b[?1049l"
+)
+
+// Open takes over the terminal that out writes to. Keys are read from
+// in when it is that terminal, else from /dev/tty (standard input
+// redirected). It fails, changing nothing, when out is not a terminal.
+func Open(in, out *os.File) (_ *Terminal, err error) {
+	if _, err := unix.IoctlGetTermios(int(out.Fd()), unix.TCGETS); err != nil {
+		return nil, errors.New("standard output is not a terminal")
+	}
+	t := &Terminal{in: in, out: out, wake: [2]int{-1, -1}}
+	saved, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS)
+	if err != nil {
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			return nil, err
+		}
+		if saved, err = unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+			f.Close()
+			return nil, err
+		}
+		t.in, t.ownIn = f, true
+	}
+	t.saved = *saved
+	defer func() {
+		if err != nil {
+			t.Restore()
+			t.Close()
+		}
+	}()
+	if err := unix.Pipe2(t.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, err
+	}
+	raw := t.saved
+	makeRaw(&raw)
+	if err := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &raw); err != nil {
+		return nil, err
+	}
+	t.raw, t.entered = true, true
+	if _, err := io.WriteString(t.out, enter); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// makeRaw is cfmakeraw(3): bytes in and out as they are, no echo, no
+// line editing, no signals from keys, no flow control.
+func makeRaw(t *unix.Termios) {
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8
+	t.Cc[unix.VMIN] = 1
+	t.Cc[unix.VTIME] = 0
+}
+
+// Size is the terminal's width and height in cells.
+func (t *Terminal) Size() (width, height int, err error) {
+	ws, err := unix.IoctlGetWinsize(int(t.out.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(ws.Col), int(ws.Row), nil
+}
+
+// Write writes p (a whole frame) to the terminal.
+func (t *Terminal) Write(p []byte) (int, error) { return t.out.Write(p) }
+
+// Read reads what the keyboard sent, waiting for it, until Stop: then it
+// returns io.EOF. It may return 0 bytes and no error.
+func (t *Terminal) Read(p []byte) (int, error) {
+	fds := []unix.PollFd{
+		{Fd: int32(t.in.Fd()), Events: unix.POLLIN},
+		{Fd: int32(t.wake[0]), Events: unix.POLLIN},
+	}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue // a signal (SIGWINCH) interrupted the wait
+		}
+		if err != nil {
+			return 0, err
+		}
+		if fds[1].Revents != 0 {
+			return 0, io.EOF
+		}
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+			continue
+		}
+		n, err := unix.Read(int(t.in.Fd()), p)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF // hung up
+		}
+		return n, nil
+	}
+}
+
+// Stop makes Read return io.EOF, now or at its next call.
+func (t *Terminal) Stop() {
+	t.stopOnce.Do(func() {
+		if t.wake[1] >= 0 {
+			unix.Write(t.wake[1], []byte{0})
+		}
+	})
+}
+
+// Restore gives the terminal back as Open found it: the modes set
+// undone, the shell's screen back, the input's settings restored. Only
+// the first call does it; later ones return its error. Stop the reader
+// (Stop) before, so that it reads nothing meant for the shell.
+func (t *Terminal) Restore() error {
+	t.restored.Do(func() {
+		var werr, serr error
+		if t.entered {
+			_, werr = io.WriteString(t.out, leave)
+		}
+		if t.raw {
+			serr = unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
+		}
+		t.err = errors.Join(werr, serr)
+		if t.ownIn {
+			t.in.Close()
+		}
+	})
+	return t.err
+}
+
+// Close releases the wake-up pipe, after Restore and after the reader
+// has returned.
+func (t *Terminal) Close() {
+	for i, fd := range t.wake {
+		if fd >= 0 {
+			unix.Close(fd)
+			t.wake[i] = -1
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package term
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY returns the two ends of a new pseudo-terminal of 100×24.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 100}); err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
+
+// readN reads n bytes from the terminal's master side. (No deadline:
+// Fd put the file in blocking mode; go test -timeout ends a hang.)
+func readN(t *testing.T, f *os.File, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(f, b); err != nil {
+		t.Fatalf("reading %d bytes of what was written: %v (got %q)", n, err, b)
+	}
+	return string(b)
+}
+
+func TestTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(enter)); got != enter {
+		t.Errorf("Open wrote %q, want %q", got, enter)
+	}
+	raw, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if raw.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 || raw.Iflag&(unix.ICRNL|unix.IXON) != 0 || raw.Oflag&unix.OPOST != 0 {
+		t.Errorf("not raw: lflag %#x iflag %#x oflag %#x", raw.Lflag, raw.Iflag, raw.Oflag)
+	}
+	if w, h, err := tm.Size(); w != 100 || h != 24 || err != nil {
+		t.Errorf("Size() = %d×%d, %v; want 100×24", w, h, err)
+	}
+
+	// Keys arrive as typed: ctrl+c is a byte, not a signal; CR stays CR.
+	if _, err := master.Write([]byte("q\x03\r")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	var got []byte
+	for len(got) < 3 {
+		n, err := tm.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != "q\x03\r" {
+		t.Errorf("read %q, want q, ctrl+c, CR", got)
+	}
+
+	if _, err := tm.Write([]byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, 5); got != "frame" {
+		t.Errorf("frame arrived as %q", got)
+	}
+
+	// Stop ends a Read that waits.
+	done := make(chan error)
+	go func() {
+		_, err := tm.Read(buf)
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	tm.Stop()
+	select {
+	case err := <-done:
+		if err != io.EOF {
+			t.Errorf("Read after Stop: %v, want EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not end Read")
+	}
+
+	if err := tm.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	tm.Close()
+	if got := readN(t, master, len(leave)); got != leave {
+		t.Errorf("Restore wrote %q, want %q", got, leave)
+	}
+	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if *after != *before {
+		t.Errorf("termios after Restore %+v, want as before %+v", after, before)
+	}
+	// A second Restore writes nothing more: the next byte is ours.
+	if err := tm.Restore(); err != nil {
+		t.Error(err)
+	}
+	slave.Write([]byte("."))
+	if got := readN(t, master, 1); got != "." {
+		t.Errorf("second Restore wrote %q…", got)
+	}
+}
+
+func TestOpenNotTerminal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := Open(os.Stdin, w); err == nil {
+		t.Fatal("Open on a pipe succeeded")
+	}
+	w.Close()
+	if b, _ := io.ReadAll(r); len(b) != 0 {
+		t.Errorf("Open on a pipe wrote %q", b)
+	}
+}

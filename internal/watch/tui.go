@@ -1,0 +1,182 @@
+//go:build !notui
+
+package watch
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/memwho/memwho/internal/term"
+)
+
+// RunTUI runs the live view on the terminal until q, ctrl+c, ctx's end,
+// a hang-up or opt.Count refreshes. The terminal is restored when it
+// returns, whether on an error or a panic.
+func RunTUI(ctx context.Context, s Sampler, opt Options) error {
+	t, err := term.Open(os.Stdin, os.Stdout)
+	if err != nil {
+		return err
+	}
+	return run(ctx, t, NewModel(s, opt))
+}
+
+// screenIO is what the loop needs of the terminal (a *term.Terminal).
+type screenIO interface {
+	Size() (width, height int, err error)
+	Read(p []byte) (int, error)
+	Write(p []byte) (int, error)
+	Stop()
+	Restore() error
+	Close()
+}
+
+// run is the event loop: key presses, pastes, resizes, finished scans
+// and ticks all arrive in one select, go through Update, and after each
+// the screen is drawn again, writing only the lines that changed (and
+// nothing when none did). There is no frame clock: an idle view sleeps
+// until the next tick.
+func run(ctx context.Context, t screenIO, m Model) (err error) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	// The reader: one read, its events in one batch.
+	var (
+		readers, scans sync.WaitGroup
+		done           = make(chan struct{})
+		input          = make(chan []term.Event)
+		readErr        = make(chan error, 1)
+		hungUp         bool
+	)
+	readers.Go(func() {
+		var dec term.Decoder
+		buf := make([]byte, 1024)
+		for {
+			n, err := t.Read(buf)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			evs := dec.Feed(nil, buf[:n])
+			if len(evs) == 0 {
+				continue
+			}
+			select {
+			case input <- evs:
+			case <-done:
+				return
+			}
+		}
+	})
+	defer func() {
+		close(done)
+		t.Stop()
+		readers.Wait()
+		rerr := t.Restore()
+		t.Close()
+		// The sampler is closed when RunTUI returns: let a scan under
+		// way finish first. The terminal is already the shell's.
+		scans.Wait()
+		if err == nil && !hungUp {
+			err = rerr
+		}
+	}()
+
+	scanned := make(chan snapshotMsg, 1)
+	var tick <-chan time.Time
+	var timer *time.Timer
+	// do carries out a command; it reports whether to quit.
+	do := func(c Cmd) bool {
+		switch c.kind {
+		case cmdQuit:
+			return true
+		case cmdScan:
+			sm := m // the scan reads only the sampler and the snapshot
+			scans.Go(func() {
+				defer func() {
+					// Give the terminal back before the crash report.
+					if r := recover(); r != nil {
+						t.Stop()
+						t.Restore()
+						panic(r)
+					}
+				}()
+				scanned <- sm.scan()
+			})
+		case cmdTick:
+			if timer == nil {
+				timer = time.NewTimer(c.delay)
+			} else {
+				timer.Reset(c.delay)
+			}
+			tick = timer.C
+		}
+		return false
+	}
+	update := func(msg Msg) bool {
+		var c Cmd
+		m, c = m.Update(msg)
+		return do(c)
+	}
+	resize := func() bool {
+		w, h, err := t.Size()
+		if err != nil || w <= 0 || h <= 0 {
+			w, h = 80, 24 // a pseudo-terminal nobody sized
+		}
+		return update(SizeMsg{Width: w, Height: h})
+	}
+
+	var (
+		scr   term.Screen
+		frame []byte
+	)
+	resize()
+	if do(m.Init()) {
+		return nil
+	}
+	for {
+		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
+		if len(frame) > 0 {
+			if _, err := t.Write(frame); err != nil {
+				return err
+			}
+		}
+		var stop bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case evs := <-input:
+			for _, ev := range evs {
+				if stop = update(ev); stop {
+					break
+				}
+			}
+		case err := <-readErr:
+			if err == io.EOF || err == syscall.EIO {
+				hungUp = true // the terminal is gone
+				return nil
+			}
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				hungUp = true
+				return nil
+			}
+			stop = resize()
+		case msg := <-scanned:
+			stop = update(msg)
+		case <-tick:
+			tick = nil
+			stop = update(tickMsg{})
+		}
+		if stop {
+			return nil
+		}
+	}
+}

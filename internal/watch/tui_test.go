@@ -1,0 +1,158 @@
+//go:build !notui
+
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeTerm is a terminal for run: keys from a channel, frames into a
+// buffer.
+type fakeTerm struct {
+	keys     chan string
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex
+	out      bytes.Buffer
+	writes   int
+	writeErr error
+	restored int
+}
+
+func newFakeTerm() *fakeTerm {
+	return &fakeTerm{keys: make(chan string, 10), stop: make(chan struct{})}
+}
+
+func (f *fakeTerm) Size() (int, int, error) { return 100, 20, nil }
+
+func (f *fakeTerm) Read(p []byte) (int, error) {
+	select {
+	case k := <-f.keys:
+		return copy(p, k), nil
+	case <-f.stop:
+		return 0, io.EOF
+	}
+}
+
+func (f *fakeTerm) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writeErr != nil {
+		return 0, f.writeErr
+	}
+	f.writes++
+	return f.out.Write(p)
+}
+
+func (f *fakeTerm) Stop()          { f.stopOnce.Do(func() { close(f.stop) }) }
+func (f *fakeTerm) Restore() error { f.mu.Lock(); f.restored++; f.mu.Unlock(); return nil }
+func (f *fakeTerm) Close()         {}
+
+func (f *fakeTerm) output() (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.out.String(), f.writes
+}
+
+// waitOutput waits until the output holds s.
+func waitOutput(t *testing.T, f *fakeTerm, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if out, _ := f.output(); strings.Contains(out, s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			out, _ := f.output()
+			t.Fatalf("output never held %q:\n%q", s, out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func runAsync(ctx context.Context, f *fakeTerm, m Model) chan error {
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, f, m) }()
+	return done
+}
+
+func wait(t *testing.T, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return")
+		return nil
+	}
+}
+
+func TestRunKeysAndQuit(t *testing.T) {
+	f := newFakeTerm()
+	done := runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour}))
+	waitOutput(t, f, "RAM used▼")
+	before, writes := f.output()
+	// A key that changes one line (the status line becomes the filter
+	// prompt): one write, of that line alone.
+	f.keys <- "/"
+	waitOutput(t, f, "filter: █")
+	out, w2 := f.output()
+	if w2 != writes+1 {
+		t.Errorf("%d writes for one key, want 1", w2-writes)
+	}
+	if got := out[len(before):]; !strings.HasPrefix(got, "\x1b[3;1Hfilter: █") || strings.Count(got, "\x1b[") != 2 {
+		t.Errorf("the prompt wrote %q, want its line and an erase", got)
+	}
+	// A paste types into the prompt; keys that change nothing write
+	// nothing (an unknown sequence, an arrow at the prompt).
+	f.keys <- "\x1b[200~^post\x1b[201~"
+	waitOutput(t, f, "filter: ^post█")
+	_, w3 := f.output()
+	f.keys <- "\x1b[15~\x1b[A"
+	f.keys <- "\r"
+	waitOutput(t, f, "filter /^post/")
+	if _, w4 := f.output(); w4 != w3+1 {
+		t.Errorf("%d writes for F5, up and Enter, want 1", w4-w3)
+	}
+	f.keys <- "q"
+	if err := wait(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if f.restored != 1 {
+		t.Errorf("restored %d times, want once", f.restored)
+	}
+}
+
+func TestRunEnds(t *testing.T) {
+	// The context's end (SIGTERM, SIGINT): restored, no error.
+	ctx, cancel := context.WithCancel(context.Background())
+	f := newFakeTerm()
+	done := runAsync(ctx, f, NewModel(&fakeSampler{}, Options{Interval: time.Hour}))
+	waitOutput(t, f, "RAM used")
+	cancel()
+	if err := wait(t, done); err != nil || f.restored != 1 {
+		t.Errorf("cancelled: %v, restored %d times", err, f.restored)
+	}
+
+	// --count: quits after that many refreshes.
+	f = newFakeTerm()
+	s := &fakeSampler{}
+	if err := wait(t, runAsync(context.Background(), f, NewModel(s, Options{Interval: time.Millisecond, Count: 3}))); err != nil || s.n != 3 || f.restored != 1 {
+		t.Errorf("--count 3: %v after %d scans, restored %d times", err, s.n, f.restored)
+	}
+
+	// A write error ends the view with that error, restored.
+	f = newFakeTerm()
+	f.writeErr = errors.New("write /dev/pts/3: input/output error")
+	err := wait(t, runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour})))
+	if err == nil || !strings.Contains(err.Error(), "input/output error") || f.restored != 1 {
+		t.Errorf("write error: %v, restored %d times", err, f.restored)
+	}
+}
