@@ -21,11 +21,30 @@ const TUI = true
 // groupings is the order the g key steps through.
 var groupings = [...]sample.By{sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByUnit, sample.BySlice, sample.ByContainer, sample.ByPID}
 
-// sortKeys maps keys to sort columns.
-var sortKeys = map[string]SortKey{
-	"p": SortPrivate, "s": SortShared, "r": SortRAM, "w": SortSwap,
-	"c": SortCount, "n": SortName, "d": SortChange, "t": SortRate,
-	"o": SortConns,
+// sortFor is the sort column a key chooses. A switch, not a map: a map
+// is built by a package initialiser at every start of the binary.
+func sortFor(k string) (SortKey, bool) {
+	switch k {
+	case "p":
+		return SortPrivate, true
+	case "s":
+		return SortShared, true
+	case "r":
+		return SortRAM, true
+	case "w":
+		return SortSwap, true
+	case "c":
+		return SortCount, true
+	case "n":
+		return SortName, true
+	case "d":
+		return SortChange, true
+	case "t":
+		return SortRate, true
+	case "o":
+		return SortConns, true
+	}
+	return 0, false
 }
 
 // Model is the live view: Update changes it by messages and returns
@@ -238,7 +257,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 		}
 		return m, Cmd{}
 	}
-	if sk, ok := sortKeys[k]; ok {
+	if sk, ok := sortFor(k); ok {
 		m.setSort(sk)
 		return m, Cmd{}
 	}
