@@ -238,6 +238,7 @@ func TestWatchInTmux(t *testing.T) {
 		{"\x1b[?1h", "\x1b[?1l"},       // application cursor keys
 		{"\x1b[>1u", "\x1b[<1u"},       // kitty keyboard protocol pushed / popped
 		{"\x1b[>4;2m", "\x1b[>4m"},     // xterm modifyOtherKeys
+		{"\x1b[22;2t", "\x1b[23;2t"},   // window title pushed / popped
 	} {
 		set, reset := bytes.LastIndex(out, []byte(m.set)), bytes.LastIndex(out, []byte(m.reset))
 		if set >= 0 && reset < set {

@@ -2,7 +2,7 @@
 // every group's RAM across successive snapshots (a [Tracker]), derives
 // from it the change since the group was first seen, a growth rate and a
 // leak-suspect flag, and shows all of it either as a full-screen live
-// table (the bubbletea model, [RunTUI]) or, when the output is not a
+// table ([Model], run on the terminal by [RunTUI]) or, when the output is not a
 // terminal, as one plain report table per interval ([RunPlain]).
 //
 // It does not read /proc itself: a [Sampler] (the sampling engine)
