@@ -69,9 +69,7 @@ func (d *Decoder) Feed(evs []Event, b []byte) []Event {
 			d.paste = d.paste[:0]
 			continue
 		}
-		var ev Event
-		var n int
-		ev, n = d.next(b)
+		ev, n := d.next(b)
 		if n == 0 {
 			// Incomplete: keep it for the next read, if it is short.
 			if len(b) <= maxPending {

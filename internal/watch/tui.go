@@ -19,11 +19,12 @@ import (
 // a hang-up or opt.Count refreshes. The terminal is restored when it
 // returns, whether on an error or a panic.
 func RunTUI(ctx context.Context, s Sampler, opt Options) error {
+	m := NewModel(s, opt)
 	t, err := term.Open(os.Stdin, os.Stdout)
 	if err != nil {
 		return err
 	}
-	return run(ctx, t, NewModel(s, opt))
+	return run(ctx, t, m)
 }
 
 // screenIO is what the loop needs of the terminal (a *term.Terminal).
