@@ -2,7 +2,8 @@
 # bench.sh compares memwho's wall time, CPU time and peak RSS with the floor
 # reader (cmd/memwho-floor: bare reads of every /proc/PID/smaps_rollup; with
 # -names also comm and the exe link, which naming programs needs; with
-# -status every status, the floor of --fast) while memwho-load keeps N
+# -status every status, the floor of --fast; with -snapshot status, cgroup
+# and the exe link, the floor of memwho snapshot) while memwho-load keeps N
 # processes alive. A last row per size times memwho --version against the
 # floor reading one /proc file (memwho-floor -startup): the fixed cost of
 # starting each binary. A last measurement starts the agent (memwho-agent
@@ -117,6 +118,8 @@ COMMANDS=(
 	"floor_names=$FLOOR -names -parallel $WORKERS"
 	"memwho_fast=$MEMWHO --fresh --fast"
 	"floor_status=$FLOOR -status -parallel $WORKERS"
+	"memwho_snapshot=$MEMWHO snapshot --fresh -o $TMP/bench.mwsnap"
+	"floor_snapshot=$FLOOR -snapshot -parallel $WORKERS"
 	"startup=$MEMWHO --version"
 	"floor_startup=$FLOOR -startup"
 )
@@ -236,11 +239,15 @@ for n in $SIZES; do
 	rss_floor=$(peak_rss_mib $FLOOR -parallel "$WORKERS")
 	rss_names=$(peak_rss_mib $FLOOR -names -parallel "$WORKERS")
 	rss_status=$(peak_rss_mib $FLOOR -status -parallel "$WORKERS")
+	rss_snap=$(peak_rss_mib "$MEMWHO" snapshot --fresh -o "$TMP/bench.mwsnap")
+	rss_fsnap=$(peak_rss_mib $FLOOR -snapshot -parallel "$WORKERS")
 	self_full=$(self_mib "$MEMWHO" --fresh)
 	self_fast=$(self_mib "$MEMWHO" --fresh --fast)
 	row full memwho floor "$rss_full" "$rss_floor" "$self_full"
 	row full memwho floor_names "$rss_full" "$rss_names" "$self_full"
 	row --fast memwho_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
+	row snapshot memwho_snapshot floor_snapshot "$rss_snap" "$rss_fsnap"
+	row "snapshot vs report" memwho_snapshot memwho "$rss_snap" "$rss_full"
 	row "--version" startup floor_startup "$(peak_rss_mib "$MEMWHO" --version)" "$(peak_rss_mib $FLOOR -startup)"
 	if [[ -n $BASELINE ]]; then
 		rss_full=$(peak_rss_mib "$BASELINE")

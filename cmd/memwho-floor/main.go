@@ -5,13 +5,15 @@
 // cost of reading smaps_rollup is the kernel's page-table walk, which no
 // reader can avoid, so memwho's time over this floor is its own overhead.
 //
-//	memwho-floor [-status] [-names] [-parallel N] [-root /proc]
+//	memwho-floor [-status] [-names | -snapshot] [-parallel N] [-root /proc]
 //	memwho-floor -startup
 //
 // With -names it also reads each process's comm and exe link, the two
 // reads a report by program cannot do without: the floor of a default
 // report, where plain -status and smaps_rollup are the floors of reading
-// figures alone.
+// figures alone. With -snapshot it reads status, cgroup and the exe link
+// instead: what a snapshot file holds for every grouping (the uid and the
+// task name from status, the cgroups), the floor of memwho snapshot.
 //
 // With -startup it reads one file, /proc/self/stat, and exits: a minimal
 // static Go program that reads /proc, the floor of memwho's start-up.
@@ -35,6 +37,7 @@ func main() {
 	root := flag.String("root", "/proc", "procfs mount point")
 	status := flag.Bool("status", false, "read /proc/PID/status instead of smaps_rollup")
 	withNames := flag.Bool("names", false, "also read comm and the exe link of every process")
+	withSnapshot := flag.Bool("snapshot", false, "also read status, cgroup and the exe link of every process")
 	parallel := flag.Int("parallel", 1, "number of goroutines reading files")
 	startup := flag.Bool("startup", false, "read /proc/self/stat and exit (the start-up floor)")
 	flag.Parse()
@@ -97,10 +100,19 @@ func main() {
 				}
 				nf++
 				nb += int64(n)
-				if *withNames {
-					if n, err := r.read(*root, pids[i], "comm"); err == nil {
+				var also []string
+				switch {
+				case *withSnapshot:
+					also = []string{"status", "cgroup"}
+				case *withNames:
+					also = []string{"comm"}
+				}
+				for _, f := range also {
+					if n, err := r.read(*root, pids[i], f); err == nil {
 						nb += int64(n)
 					}
+				}
+				if *withNames || *withSnapshot {
 					if n, err := r.readlink(*root, pids[i], "exe"); err == nil {
 						nb += int64(n)
 					}

@@ -168,3 +168,19 @@ func BenchmarkRawStat(b *testing.B) {
 		r.ReadFile("stat\x00")
 	}
 }
+
+// BenchmarkRawCgroup and BenchmarkCgroupPaths are the read a snapshot
+// adds for --by unit, container and cgroup (docs/snapshot.md).
+func BenchmarkRawCgroup(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.ReadFile("cgroup\x00")
+	}
+}
+
+func BenchmarkCgroupPaths(b *testing.B) {
+	r, _ := benchReader(b)
+	for b.Loop() {
+		r.CgroupPaths()
+	}
+}

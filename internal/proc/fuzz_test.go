@@ -219,7 +219,8 @@ func refStatus(s string) (Status, error) {
 				return Status{}, ErrMalformed
 			}
 			out.Threads = int(n)
-			continue
+			// ParseStatus stops at the first Threads: line.
+			goto end
 		case "Tgid", "PPid":
 			v := strings.Trim(val, " \t")
 			n, err := leadingUint(v)
@@ -270,6 +271,7 @@ func refStatus(s string) (Status, error) {
 		}
 		*f = v
 	}
+end:
 	if !seenName || !seenUID || seenVmSize != out.HasMM {
 		return Status{}, ErrMalformed
 	}

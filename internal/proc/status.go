@@ -42,6 +42,13 @@ func (r *Reader) Status(out *Status) error {
 // ParseStatus parses the contents of /proc/PID/status. Memory lines must
 // all be complete: a status cut short returns ErrMalformed rather than a
 // figure missing some of its parts.
+//
+// Parsing ends at the Threads: line, the last field memwho uses: every
+// kernel prints it (task_sig, never skipped) after the name, the ids and
+// the memory lines (task_name, task_state, task_mem), and the 20-odd
+// lines after it (signal and capability masks, CPU and node lists) are
+// about half the file's bytes. A file without Threads: is parsed to its
+// end.
 func ParseStatus(b []byte, out *Status) error {
 	*out = Status{}
 	if !wholeLines(b) {
@@ -73,6 +80,8 @@ func ParseStatus(b []byte, out *Status) error {
 				return ErrMalformed
 			}
 			out.Threads = int(v)
+			// The last field used: see above.
+			b = nil
 			continue
 		case "Tgid", "PPid":
 			v, _, ok := parseUint(trimSpace(val))

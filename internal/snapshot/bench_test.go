@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func BenchmarkEncode3000(b *testing.B) {
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(len(buf)), "msg-bytes")
 	var z bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	w, _ := gzip.NewWriterLevel(&z, fileLevel)
 	w.Write(buf)
 	w.Close()
 	b.ReportMetric(float64(z.Len()), "gzip-bytes")
@@ -57,6 +58,42 @@ func BenchmarkDecode3000Reuse(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu)
+}
+
+// BenchmarkWriteFile3000 is what `memwho snapshot -o FILE` does after
+// its walk: encode, compress (at fileLevel) and write. The gzip levels
+// beside it are the choice fileLevel made (docs/snapshot.md).
+func BenchmarkWriteFile3000(b *testing.B) {
+	s := synthetic(3000)
+	taken := time.Unix(1795000000, 0)
+	b.Run("file", func(b *testing.B) {
+		var out bytes.Buffer
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			out.Reset()
+			if err := WriteFile(&out, s, taken); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu)
+		b.ReportMetric(float64(out.Len()), "file-bytes")
+	})
+	msg := EncodeMeta(nil, s, Meta{Taken: taken})
+	for _, level := range []int{gzip.BestSpeed, gzip.DefaultCompression, gzip.BestCompression} {
+		b.Run(fmt.Sprintf("gzip-level-%d", level), func(b *testing.B) {
+			var out bytes.Buffer
+			cpu := cpuTime()
+			for b.Loop() {
+				out.Reset()
+				zw, _ := gzip.NewWriterLevel(&out, level)
+				zw.Write(msg)
+				zw.Close()
+			}
+			reportCPU(b, cpu)
+			b.ReportMetric(float64(out.Len()), "gzip-bytes")
+		})
+	}
 }
 
 // cpuTime is the CPU time this process has used, user and system.

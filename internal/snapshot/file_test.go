@@ -65,3 +65,46 @@ func TestFileHostile(t *testing.T) {
 		}
 	}
 }
+
+// countWriter counts the writes it is given.
+type countWriter struct {
+	n     int
+	bytes int
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.n++
+	w.bytes += len(p)
+	return len(p), nil
+}
+
+// TestFileWrites: WriteFile hands a file its bytes in 64 KiB pieces, not
+// the compressor's 240-byte ones (a system call each), and files written
+// at BestCompression, as memwho did before fileLevel, still read back.
+func TestFileWrites(t *testing.T) {
+	s := synthetic(3000)
+	taken := time.Unix(1795000000, 0)
+	var w countWriter
+	if err := WriteFile(&w, s, taken); err != nil {
+		t.Fatal(err)
+	}
+	if want := w.bytes/(64<<10) + 1; w.n > want {
+		t.Errorf("%d writes for %d bytes, want at most %d", w.n, w.bytes, want)
+	}
+
+	var old bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&old, gzip.BestCompression)
+	zw.Write(EncodeMeta(nil, s, Meta{Taken: taken}))
+	zw.Close()
+	var got sample.Snapshot
+	when, err := ReadFile(&old, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !when.Equal(taken) {
+		t.Errorf("taken %v, want %v", when, taken)
+	}
+	if d := same(&got, s); d != "" {
+		t.Error(d)
+	}
+}
