@@ -15,9 +15,13 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
+
+// errStuck is Restore's error when the terminal took no output.
+var errStuck = errors.New("the terminal takes no output: its screen was not restored")
 
 // Terminal is a terminal taken over for a full-screen view: its input in
 // raw mode (keys arrive as typed, nothing echoed, ctrl+c a key), the
@@ -33,16 +37,25 @@ type Terminal struct {
 	restored sync.Once
 	err      error
 	stopOnce sync.Once
+	writing  atomic.Int32 // writes under way
 }
 
 // enter and leave are what Open writes and what Restore writes to undo
 // it: the alternate screen (1049, which also saves the cursor), the
-// cursor hidden (25), bracketed paste (2004), the window title pushed on
-// xterm's title stack (22;2t, popped by 23;2t) and set (OSC 2). Leave
-// ends any style first, so that the shell's screen is not drawn bold.
+// cursor hidden (25), automatic wrap off (7), bracketed paste (2004),
+// the window title pushed on xterm's title stack (22;2t, popped by
+// 23;2t) and set (OSC 2). Leave ends any style first, so that the
+// shell's screen is not drawn bold.
+//
+// Wrap is off because widths are measured, not known: a name of
+// grapheme clusters that the view counts as 2 cells each and a terminal
+// draws code point by code point (60 leading jamo U+1100 in an
+// executable's name: 2 cells measured, 120 drawn) would wrap onto the
+// lines below and, from the last row, scroll the screen under the line
+// renderer. Without wrap a terminal clips such a line at its edge.
 const (
-	enter = "\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
-	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?25h\x1b[?1049l"
+	enter = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
+	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?7h\x1b[?25h\x1b[?1049l"
 )
 
 // Open takes over the terminal that out writes to. Keys are read from
@@ -108,8 +121,13 @@ func (t *Terminal) Size() (width, height int, err error) {
 	return int(ws.Col), int(ws.Row), nil
 }
 
-// Write writes p (a whole frame) to the terminal.
-func (t *Terminal) Write(p []byte) (int, error) { return t.out.Write(p) }
+// Write writes p (a whole frame) to the terminal. It blocks while the
+// terminal takes no output; see Restore.
+func (t *Terminal) Write(p []byte) (int, error) {
+	t.writing.Add(1)
+	defer t.writing.Add(-1)
+	return t.out.Write(p)
+}
 
 // Read reads what the keyboard sent, waiting for it, until Stop: then it
 // returns io.EOF. It may return 0 bytes and no error.
@@ -158,10 +176,18 @@ func (t *Terminal) Stop() {
 // undone, the shell's screen back, the input's settings restored. Only
 // the first call does it; later ones return its error. Stop the reader
 // (Stop) before, so that it reads nothing meant for the shell.
+//
+// While a Write is blocked (a terminal that takes no output: a stalled
+// connection, a master side nobody reads) what Restore would write is
+// left out, since it would block behind it: the input's settings are
+// still restored, and the error says so.
 func (t *Terminal) Restore() error {
 	t.restored.Do(func() {
 		var werr, serr error
-		if t.entered {
+		switch {
+		case t.entered && t.writing.Load() > 0:
+			werr = errStuck
+		case t.entered:
 			_, werr = io.WriteString(t.out, leave)
 		}
 		if t.raw {

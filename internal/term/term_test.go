@@ -1,6 +1,7 @@
 package term
 
 import (
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -144,4 +145,50 @@ func TestOpenNotTerminal(t *testing.T) {
 	if b, _ := io.ReadAll(r); len(b) != 0 {
 		t.Errorf("Open on a pipe wrote %q", b)
 	}
+}
+
+// review4: a terminal whose master side nobody reads. A Write blocks;
+// Restore must not block behind it (it leaves out its own write) and
+// still puts the input's settings back.
+func TestRestoreWhileWriteBlocked(t *testing.T) {
+	_, slave := openPTY(t)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := tm.Write(make([]byte, 1<<20)) // far more than a pty holds
+		wrote <- err
+	}()
+	for tm.writing.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // into the kernel's wait
+	restored := make(chan error, 1)
+	go func() { restored <- tm.Restore() }()
+	select {
+	case err := <-restored:
+		if !errors.Is(err, errStuck) {
+			t.Errorf("Restore: %v, want %v", err, errStuck)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restore blocked behind the stuck write")
+	}
+	tm.Close()
+	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if *after != *before {
+		t.Errorf("termios after Restore %+v, want as before %+v", after, before)
+	}
+	select {
+	case err := <-wrote:
+		t.Fatalf("the 1 MiB write returned (%v): nothing was stuck", err)
+	default:
+	}
+	// The cleanup's close of the master (the connection gone) ends
+	// the write with EIO.
 }

@@ -37,6 +37,10 @@ type screenIO interface {
 	Close()
 }
 
+// stuckAfter is how long a frame's write may still take when the view
+// ends before the terminal is taken for one that accepts no output.
+const stuckAfter = time.Second
+
 // run is the event loop: key presses, pastes, resizes, finished scans
 // and ticks all arrive in one select, go through Update, and after each
 // the screen is drawn again, writing only the lines that changed (and
@@ -54,7 +58,20 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		input          = make(chan []term.Event)
 		readErr        = make(chan error, 1)
 		hungUp         bool
+		// The writer: a frame written while the loop goes on, so that
+		// a terminal that takes no output (a stalled connection, a
+		// master nobody reads) blocks the writer alone, and SIGTERM,
+		// SIGINT and SIGHUP still end the view.
+		writes  = make(chan []byte)
+		wrote   = make(chan error, 1)
+		writing bool
 	)
+	go func() {
+		for p := range writes {
+			_, err := t.Write(p)
+			wrote <- err
+		}
+	}()
 	readers.Go(func() {
 		var dec term.Decoder
 		buf := make([]byte, 1024)
@@ -77,6 +94,21 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	})
 	defer func() {
 		close(done)
+		if writing {
+			// A frame is still being written: give the terminal a
+			// moment to take it. One that does not is stuck (Restore
+			// then leaves out what it would write, and the caller
+			// exits with the writer blocked).
+			select {
+			case <-wrote:
+				writing = false
+			case <-time.After(stuckAfter):
+				hungUp = true
+			}
+		}
+		if !writing {
+			close(writes)
+		}
 		t.Stop()
 		readers.Wait()
 		rerr := t.Restore()
@@ -134,22 +166,34 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	}
 
 	var (
-		scr   term.Screen
-		frame []byte
+		scr term.Screen
+		// Two frame buffers: one being written, one being made.
+		frames [2][]byte
+		next   int
 	)
 	resize()
 	if do(m.Init()) {
 		return nil
 	}
 	for {
-		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
-		if len(frame) > 0 {
-			if _, err := t.Write(frame); err != nil {
-				return err
+		if !writing {
+			// While a frame is being written the next waits: the
+			// one drawn then is the latest, measured against what
+			// was handed to the writer.
+			frames[next] = scr.Frame(frames[next][:0], strings.Split(m.View(), "\n"), m.width, m.height)
+			if len(frames[next]) > 0 {
+				writing = true
+				writes <- frames[next]
+				next ^= 1
 			}
 		}
 		var stop bool
 		select {
+		case err := <-wrote:
+			writing = false
+			if err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return nil
 		case evs := <-input:
