@@ -305,3 +305,250 @@ func threadIn(pid string, fns ...string) bool {
 	}
 	return false
 }
+
+// fdFlags is the open flags of descriptor fd of pid ("self" for this
+// process); false when it is not open.
+func fdFlags(pid, fd string) (uint64, bool) {
+	info, err := os.ReadFile("/proc/" + pid + "/fdinfo/" + fd)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(info)) {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, _ := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return flags, true
+		}
+	}
+	return 0, false
+}
+
+// processStopped reports whether pid is stopped (state T).
+func processStopped(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "T"
+}
+
+// cpuTicks is the user and system time of pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	u, _ := strconv.Atoi(f[11]) // field 14, utime
+	s, _ := strconv.Atoi(f[12]) // field 15, stime
+	return u + s
+}
+
+func TestWatchReview4Terminal(t *testing.T) {
+	t.Run("review4: the terminal hung up (master closed)", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{})
+		w.waitOutput(0, "total")
+		w.master.Close()
+		if code := w.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit %d after the hang-up, want 0", code)
+		}
+	})
+
+	t.Run("review4: keys from /dev/tty when standard input is /dev/null", func(t *testing.T) {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		w := startPtyWatch(t, ptyOpts{stdin: null})
+		w.waitOutput(0, "total")
+		// /dev/tty is open, close-on-exec, without O_NONBLOCK games;
+		// the wake-up pipe is close-on-exec.
+		pid := strconv.Itoa(w.cmd.Process.Pid)
+		// Descriptors the test process passed on (not close-on-exec
+		// in it) are not memwho's.
+		inherited := map[string]bool{}
+		self, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range self {
+			// (The directory's own descriptor is gone when its
+			// flags are read.)
+			if f, ok := fdFlags("self", fd.Name()); ok && f&unix.O_CLOEXEC == 0 {
+				inherited[fd.Name()] = true
+			}
+		}
+		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+		ttys, pipes := 0, 0
+		for _, fd := range fds {
+			target, _ := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
+			flags, _ := fdFlags(pid, fd.Name())
+			t.Logf("fd %s -> %s flags %#o", fd.Name(), target, flags)
+			if n, _ := strconv.Atoi(fd.Name()); n <= 2 || inherited[fd.Name()] {
+				continue
+			}
+			if flags&unix.O_CLOEXEC == 0 {
+				t.Errorf("fd %s (%s) is not close-on-exec", fd.Name(), target)
+			}
+			switch {
+			case target == "/dev/tty":
+				ttys++
+			case strings.HasPrefix(target, "pipe:"):
+				pipes++
+			}
+		}
+		if ttys != 1 || pipes != 2 {
+			t.Errorf("%d terminal and %d pipe descriptors beyond 0-2, want /dev/tty and the wake-up pipe", ttys, pipes)
+		}
+		from := len(w.output())
+		w.master.Write([]byte("?"))
+		w.waitOutput(from, "Keys")
+		w.master.Write([]byte("xq"))
+		if code := w.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit %d after q, want 0", code)
+		}
+		w.checkRestored("/dev/tty", true)
+	})
+
+	t.Run("review4: /dev/tty only when standard input is not the terminal", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{})
+		w.waitOutput(0, "total")
+		pid := strconv.Itoa(w.cmd.Process.Pid)
+		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+		for _, fd := range fds {
+			target, _ := os.Readlink("/proc/" + pid + "/fd/" + fd.Name())
+			if n, _ := strconv.Atoi(fd.Name()); n > 2 && strings.HasPrefix(target, "/dev/tty") {
+				t.Errorf("fd %s -> %s: a device opened though standard input is the terminal", fd.Name(), target)
+			}
+		}
+		w.master.Write([]byte("q"))
+		w.wait(10 * time.Second)
+	})
+
+	t.Run("review4: no controlling terminal (setsid) and standard input redirected", func(t *testing.T) {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		w := startPtyWatch(t, ptyOpts{stdin: null, noCtty: true})
+		code := w.wait(10 * time.Second)
+		time.Sleep(50 * time.Millisecond)
+		out := w.output()
+		t.Logf("exit %d: %q", code, out)
+		if code == 0 {
+			t.Error("exit 0 without a terminal to read keys from")
+		}
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("wrote escape sequences though it could not take the terminal: %q", out)
+		}
+		if lines := strings.Count(strings.TrimRight(out, "\r\n"), "\n"); lines != 0 || !strings.Contains(out, "standard input is not a terminal to read keys from, and open /dev/tty:") {
+			t.Errorf("want one line naming the terminal: %q", out)
+		}
+		w.checkRestored("no ctty", false)
+	})
+
+	t.Run("review4: SIGSTOP and SIGCONT", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{})
+		w.waitOutput(0, "total")
+		w.cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(300 * time.Millisecond)
+		// What a job-control shell does meanwhile: its own settings.
+		unix.IoctlSetTermios(int(w.slave.Fd()), unix.TCSETS, &w.before)
+		from := len(w.output())
+		w.cmd.Process.Signal(syscall.SIGCONT)
+		// The modes again (no second title push) and a whole frame.
+		from = w.waitOutput(from, "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h")
+		w.waitOutput(from, "\x1b[H\x1b[2J")
+		if strings.Count(w.output(), "\x1b[22;2t") != 1 {
+			t.Errorf("the title pushed %d times, want once", strings.Count(w.output(), "\x1b[22;2t"))
+		}
+		if raw, _ := unix.IoctlGetTermios(int(w.slave.Fd()), unix.TCGETS); raw.Lflag&(unix.ICANON|unix.ECHO) != 0 {
+			t.Errorf("not raw again after SIGCONT: lflag %#x", raw.Lflag)
+		}
+		from = len(w.output())
+		w.master.Write([]byte("?"))
+		w.waitOutput(from, "Keys")
+		w.master.Write([]byte("xq"))
+		if code := w.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+		w.checkRestored("stop", true)
+	})
+
+	t.Run("review4: SIGTSTP gives the terminal back, SIGCONT takes it again", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{})
+		w.waitOutput(0, "total")
+		from := len(w.output())
+		w.cmd.Process.Signal(syscall.SIGTSTP)
+		from = w.waitOutput(from, "\x1b[?1049l")
+		pid := strconv.Itoa(w.cmd.Process.Pid)
+		deadline := time.Now().Add(10 * time.Second)
+		for !processStopped(pid) {
+			if time.Now().After(deadline) {
+				t.Fatal("memwho did not stop after SIGTSTP")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		w.checkRestored("stopped by SIGTSTP", true)
+		w.cmd.Process.Signal(syscall.SIGCONT)
+		from = w.waitOutput(from, "\x1b[?1049h")
+		w.waitOutput(from, "total")
+		if raw, _ := unix.IoctlGetTermios(int(w.slave.Fd()), unix.TCGETS); raw.Lflag&(unix.ICANON|unix.ECHO) != 0 {
+			t.Errorf("not raw again after SIGCONT: lflag %#x", raw.Lflag)
+		}
+		w.master.Write([]byte("q"))
+		if code := w.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+		w.checkRestored("SIGTSTP, SIGCONT, q", true)
+	})
+
+	t.Run("review4: a storm of resizes and keys", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{})
+		w.waitOutput(0, "total")
+		pid := w.cmd.Process.Pid
+		rss := func() int {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+			for line := range strings.Lines(string(b)) {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					n, _ := strconv.Atoi(strings.Fields(v)[0])
+					return n
+				}
+			}
+			return 0
+		}
+		before := rss()
+		for i := range 3000 {
+			unix.IoctlSetWinsize(int(w.slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(5 + i%60), Col: uint16(10 + i%200)})
+			if i%10 == 0 {
+				w.master.Write([]byte("gnr\x1b[A\x1b[200~" + strings.Repeat("x", 500) + "\x1b[201~"))
+			}
+		}
+		unix.IoctlSetWinsize(int(w.slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: 100})
+		time.Sleep(500 * time.Millisecond)
+		after := rss()
+		t.Logf("peak RSS %d KiB before, %d KiB after 3000 resizes and 300 key bursts", before, after)
+		if after > before+16<<10 {
+			t.Errorf("peak RSS grew from %d to %d KiB", before, after)
+		}
+		w.master.Write([]byte("q"))
+		if code := w.wait(20 * time.Second); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+		w.checkRestored("storm", true)
+	})
+
+	t.Run("review4: idle view uses no CPU", func(t *testing.T) {
+		w := startPtyWatch(t, ptyOpts{args: []string{"--interval", "1h"}})
+		w.waitOutput(0, "total")
+		time.Sleep(200 * time.Millisecond)
+		c0 := cpuTicks(t, w.cmd.Process.Pid)
+		time.Sleep(time.Second)
+		c1 := cpuTicks(t, w.cmd.Process.Pid)
+		if c1-c0 > 10 {
+			t.Errorf("%d clock ticks of CPU in a second of idling", c1-c0)
+		}
+		w.master.Write([]byte("q"))
+		w.wait(10 * time.Second)
+	})
+}

@@ -12,6 +12,7 @@ package term
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -38,6 +39,10 @@ type Terminal struct {
 	err      error
 	stopOnce sync.Once
 	writing  atomic.Int32 // writes under way
+	// suspended says Suspend gave the terminal back (leave written,
+	// the input's settings restored) and Continue has not taken it
+	// again.
+	suspended atomic.Bool
 }
 
 // enter and leave are what Open writes and what Restore writes to undo
@@ -56,6 +61,10 @@ type Terminal struct {
 const (
 	enter = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
 	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?7h\x1b[?25h\x1b[?1049l"
+	// reenter is what Continue writes after a stop Suspend did not
+	// see (SIGSTOP): the modes again, but not a second title push,
+	// which Restore's one pop would leave on the stack.
+	reenter = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h"
 )
 
 // Open takes over the terminal that out writes to. Keys are read from
@@ -68,9 +77,11 @@ func Open(in, out *os.File) (_ *Terminal, err error) {
 	t := &Terminal{in: in, out: out, wake: [2]int{-1, -1}}
 	saved, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS)
 	if err != nil {
+		// A fixed path, the process's own controlling terminal (os
+		// opens it close-on-exec); O_NOCTTY in case there is none.
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("standard input is not a terminal to read keys from, and %w", err)
 		}
 		if saved, err = unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 			f.Close()
@@ -185,6 +196,8 @@ func (t *Terminal) Restore() error {
 	t.restored.Do(func() {
 		var werr, serr error
 		switch {
+		case t.suspended.Load():
+			// Suspend wrote leave already.
 		case t.entered && t.writing.Load() > 0:
 			werr = errStuck
 		case t.entered:
@@ -199,6 +212,37 @@ func (t *Terminal) Restore() error {
 		}
 	})
 	return t.err
+}
+
+// Suspend gives the terminal back as Restore does, for a stop that job
+// control asks for (SIGTSTP: the shell takes the terminal meanwhile);
+// Continue takes it again. It is for the goroutine that writes frames,
+// between them.
+func (t *Terminal) Suspend() error {
+	if t.suspended.Load() {
+		return nil
+	}
+	_, werr := io.WriteString(t.out, leave)
+	serr := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
+	t.suspended.Store(true)
+	return errors.Join(werr, serr)
+}
+
+// Continue takes the terminal again after a stop (SIGCONT). After
+// Suspend it does what Open did; after a stop nobody saw coming
+// (SIGSTOP), it sets the input's raw mode and the screen's modes again,
+// since a shell that had the terminal meanwhile put its own back. The
+// caller then draws a whole frame.
+func (t *Terminal) Continue() error {
+	raw := t.saved
+	makeRaw(&raw)
+	serr := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &raw)
+	s := reenter
+	if t.suspended.Swap(false) {
+		s = enter
+	}
+	_, werr := io.WriteString(t.out, s)
+	return errors.Join(serr, werr)
 }
 
 // Close releases the wake-up pipe, after Restore and after the reader

@@ -192,3 +192,53 @@ func TestRestoreWhileWriteBlocked(t *testing.T) {
 	// The cleanup's close of the master (the connection gone) ends
 	// the write with EIO.
 }
+
+// review4: job control. Suspend gives the terminal back as Restore does;
+// Continue takes it again: after Suspend as Open did, after a stop it
+// did not see (SIGSTOP, a shell restoring its own settings) the raw
+// mode and the modes again, without a second title push.
+func TestSuspendContinue(t *testing.T) {
+	master, slave := openPTY(t)
+	before, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readN(t, master, len(enter))
+	isRaw := func() bool {
+		tt, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+		return tt.Lflag&(unix.ICANON|unix.ECHO) == 0
+	}
+	if err := tm.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(leave)); got != leave || isRaw() {
+		t.Errorf("Suspend wrote %q, raw %v; want %q and the settings back", got, isRaw(), leave)
+	}
+	if err := tm.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(enter)); got != enter || !isRaw() {
+		t.Errorf("Continue after Suspend wrote %q, raw %v; want %q, raw", got, isRaw(), enter)
+	}
+	unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, before) // a shell, meanwhile
+	if err := tm.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(reenter)); got != reenter || !isRaw() {
+		t.Errorf("Continue after a stop wrote %q, raw %v; want %q, raw", got, isRaw(), reenter)
+	}
+	// Suspended, then ended (SIGTERM while stopped): Restore writes
+	// nothing more, the settings are back.
+	tm.Suspend()
+	readN(t, master, len(leave))
+	tm.Restore()
+	tm.Close()
+	slave.Write([]byte("."))
+	if got := readN(t, master, 1); got != "." {
+		t.Errorf("Restore after Suspend wrote %q…", got)
+	}
+	if after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); *after != *before {
+		t.Error("settings not restored")
+	}
+}

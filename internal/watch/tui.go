@@ -34,6 +34,8 @@ type screenIO interface {
 	Write(p []byte) (int, error)
 	Stop()
 	Restore() error
+	Suspend() error
+	Continue() error
 	Close()
 }
 
@@ -47,8 +49,10 @@ const stuckAfter = time.Second
 // nothing when none did). There is no frame clock: an idle view sleeps
 // until the next tick.
 func run(ctx context.Context, t screenIO, m Model) (err error) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP)
+	// Room for a stop, its continue and a resize while stopped: a
+	// signal that finds the channel full is lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	defer signal.Stop(sigs)
 
 	// The reader: one read, its events in one batch.
@@ -58,17 +62,26 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		input          = make(chan []term.Event)
 		readErr        = make(chan error, 1)
 		hungUp         bool
-		// The writer: a frame written while the loop goes on, so that
+		// The writer: frames written, and the terminal given back and
+		// taken again around a stop, while the loop goes on, so that
 		// a terminal that takes no output (a stalled connection, a
 		// master nobody reads) blocks the writer alone, and SIGTERM,
-		// SIGINT and SIGHUP still end the view.
-		writes  = make(chan []byte)
+		// SIGINT and SIGHUP still end the view. One job at a time.
+		writes  = make(chan writeJob)
 		wrote   = make(chan error, 1)
 		writing bool
 	)
 	go func() {
-		for p := range writes {
-			_, err := t.Write(p)
+		for j := range writes {
+			var err error
+			switch j.kind {
+			case jobFrame:
+				_, err = t.Write(j.frame)
+			case jobSuspend:
+				err = t.Suspend()
+			case jobContinue:
+				err = t.Continue()
+			}
 			wrote <- err
 		}
 	}()
@@ -175,16 +188,30 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	if do(m.Init()) {
 		return nil
 	}
+	// Job control: suspend asks for the terminal to be given back and
+	// the process stopped (SIGTSTP); away says it was given back;
+	// resume asks for it again (SIGCONT).
+	var suspend, away, resume bool
 	for {
 		if !writing {
-			// While a frame is being written the next waits: the
-			// one drawn then is the latest, measured against what
-			// was handed to the writer.
-			frames[next] = scr.Frame(frames[next][:0], strings.Split(m.View(), "\n"), m.width, m.height)
-			if len(frames[next]) > 0 {
-				writing = true
-				writes <- frames[next]
-				next ^= 1
+			// While the writer works the next job waits: a frame
+			// drawn then is the latest, measured against what was
+			// handed to the writer.
+			switch {
+			case resume:
+				resume, away, writing = false, false, true
+				scr = term.Screen{} // the shell may have drawn on it
+				writes <- writeJob{kind: jobContinue}
+			case suspend:
+				suspend, away, writing = false, true, true
+				writes <- writeJob{kind: jobSuspend}
+			case !away:
+				frames[next] = scr.Frame(frames[next][:0], strings.Split(m.View(), "\n"), m.width, m.height)
+				if len(frames[next]) > 0 {
+					writing = true
+					writes <- writeJob{kind: jobFrame, frame: frames[next]}
+					next ^= 1
+				}
 			}
 		}
 		var stop bool
@@ -193,6 +220,11 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 			writing = false
 			if err != nil {
 				return err
+			}
+			if away && !resume {
+				// Given back: stop now (a SIGCONT that came
+				// meanwhile ends the stop at once).
+				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 			}
 		case <-ctx.Done():
 			return nil
@@ -209,9 +241,18 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 			}
 			return err
 		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
+			switch sig {
+			case syscall.SIGHUP:
 				hungUp = true
 				return nil
+			case syscall.SIGTSTP:
+				// kill -TSTP (ctrl-z is a key in raw mode).
+				suspend = !away
+				continue
+			case syscall.SIGCONT:
+				// After a stop, ours or a SIGSTOP nobody saw
+				// coming: the terminal again, in full.
+				suspend, resume = false, true
 			}
 			stop = resize()
 		case msg := <-scanned:
@@ -225,3 +266,18 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		}
 	}
 }
+
+// writeJob is what the writer does next: write a frame, give the
+// terminal back before a stop or take it again after.
+type writeJob struct {
+	kind  jobKind
+	frame []byte
+}
+
+type jobKind uint8
+
+const (
+	jobFrame jobKind = iota
+	jobSuspend
+	jobContinue
+)

@@ -20,11 +20,12 @@ type fakeTerm struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	mu       sync.Mutex
-	out      bytes.Buffer
-	writes   int
-	writeErr error
-	restored int
+	mu        sync.Mutex
+	out       bytes.Buffer
+	writes    int
+	writeErr  error
+	restored  int
+	continued int
 	// stall, when set, makes every write after the first two (the
 	// first frames) wait for it: a terminal that takes no output.
 	stall chan struct{}
@@ -63,6 +64,13 @@ func (f *fakeTerm) Write(p []byte) (int, error) {
 func (f *fakeTerm) Stop()          { f.stopOnce.Do(func() { close(f.stop) }) }
 func (f *fakeTerm) Restore() error { f.mu.Lock(); f.restored++; f.mu.Unlock(); return nil }
 func (f *fakeTerm) Close()         {}
+func (f *fakeTerm) Suspend() error { return nil }
+func (f *fakeTerm) Continue() error {
+	f.mu.Lock()
+	f.continued++
+	f.mu.Unlock()
+	return nil
+}
 
 func (f *fakeTerm) output() (string, int) {
 	f.mu.Lock()
