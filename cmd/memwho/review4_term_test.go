@@ -1,5 +1,3 @@
-//go:build !notui
-
 package main
 
 // The fourth review (docs/safe.md): the live view against its terminal.
@@ -108,23 +106,27 @@ func startPtyWatch(t *testing.T, o ptyOpts) *ptyWatch {
 	t.Helper()
 	bin := realMemwho(t)
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+	c := exec.Command(bin, append([]string{"watch", "--proc", root, "--interval", "100ms"}, o.args...)...)
+	c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color", "NO_COLOR=1", "HOME=/nonexistent"}
+	return startPtyCmd(t, c, o)
+}
+
+// startPtyCmd starts c (memwho watch, perhaps through setpriv) on a new
+// pseudo-terminal, as the leader of a new session.
+func startPtyCmd(t *testing.T, c *exec.Cmd, o ptyOpts) *ptyWatch {
+	t.Helper()
 	master, slave := ptyPair(t)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &ptyWatch{t: t, master: master, slave: slave, before: *before, exited: make(chan struct{}), reading: !o.noReader}
-	args := append([]string{"watch", "--proc", root, "--interval", "100ms"}, o.args...)
-	w.cmd = exec.Command(bin, args...)
-	w.cmd.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color", "NO_COLOR=1", "HOME=/nonexistent"}
+	w := &ptyWatch{t: t, cmd: c, master: master, slave: slave, before: *before, exited: make(chan struct{}), reading: !o.noReader}
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = slave, slave, slave
 	if o.stdin != nil {
 		w.cmd.Stdin = o.stdin
 	}
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: !o.noCtty}
-	if o.noCtty {
-		w.cmd.SysProcAttr.Setctty = false
-	} else if o.stdin != nil {
+	if !o.noCtty && o.stdin != nil {
 		// Setctty takes the controlling terminal from Ctty, a
 		// descriptor of the child: 1, its standard output.
 		w.cmd.SysProcAttr.Ctty = 1

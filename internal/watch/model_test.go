@@ -87,7 +87,7 @@ func runCmd(m *Model, cmd Cmd) Msg {
 
 // testModel is a model of size w×h fed n synthetic snapshots of
 // testProcs, one a second.
-func testModel(t *testing.T, w, h, n int, opt Options) Model {
+func testModel(t testing.TB, w, h, n int, opt Options) Model {
 	t.Helper()
 	if opt.Interval == 0 {
 		opt.Interval = time.Second

@@ -302,3 +302,18 @@ func TestViewReview4HostileNames(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeyFrame is what one key press costs the live view: Update,
+// View and the line diff (review4: a terminal or pipe that floods the
+// input gets one frame per read, each this much).
+func BenchmarkKeyFrame(b *testing.B) {
+	m := testModel(b, 120, 40, 20, Options{})
+	var scr term.Screen
+	var frame []byte
+	keys := []term.Key{key("n"), key("r"), key("g"), key("G")}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m, _ = m.Update(keys[i%len(keys)])
+		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
+	}
+}
