@@ -62,6 +62,9 @@ func TestDecoder(t *testing.T) {
 		{"review4: DCS reply with ST", []string{"\x1bP1+r544e=78\x1b\\q"}, []Event{t1("q")}},
 		{"review4: ESC then a C1 in UTF-8 (alt+U+009B) skipped whole", []string{"\x1b\xc2\x9bq"}, []Event{t1("q")}},
 		{"review4: ESC then a split character waits", []string{"\x1b\xe6", "\x95\xb0q"}, []Event{t1("q")}},
+		{"review4: unterminated paste ended by ctrl+c alone in a read", []string{"\x1b[200~abc", "de", "\x03", "q"}, []Event{Paste{Text: "abcde"}, k("ctrl+c"), t1("q")}},
+		{"review4: ctrl+c inside a paste's read is pasted", []string{"\x1b[200~a\x03b", "\x1b[201~"}, []Event{Paste{Text: "a\x03b"}}},
+		{"review4: ctrl+c alone while a paste end is pending", []string{"\x1b[200~a\x1b[20", "\x03"}, []Event{Paste{Text: "a"}, k("ctrl+c")}},
 		{"review4: paste end split byte by byte", []string{"\x1b[200~x", "\x1b", "[", "2", "0", "1", "~", "q"}, []Event{Paste{Text: "x"}, t1("q")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

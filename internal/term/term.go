@@ -158,9 +158,11 @@ func (t *Terminal) Read(p []byte) (int, error) {
 		if fds[1].Revents != 0 {
 			return 0, io.EOF
 		}
-		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) == 0 {
 			continue
 		}
+		// (POLLNVAL, a descriptor closed under the reader: the read
+		// fails with EBADF rather than poll returning it for ever.)
 		n, err := unix.Read(int(t.in.Fd()), p)
 		switch {
 		case err == unix.EINTR || err == unix.EAGAIN:

@@ -242,3 +242,39 @@ func TestSuspendContinue(t *testing.T) {
 		t.Error("settings not restored")
 	}
 }
+
+// review4: the input's descriptor closed under the reader (poll then
+// answers POLLNVAL at once, for ever): Read fails, it does not spin.
+func TestReadClosedInput(t *testing.T) {
+	_, slave := openPTY(t)
+	fd, err := unix.Dup(int(slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := os.NewFile(uintptr(fd), "in")
+	tm, err := Open(in, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	unix.Close(fd)
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 16)
+		for {
+			if _, err := tm.Read(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != unix.EBADF {
+			t.Errorf("Read: %v, want EBADF", err)
+		}
+	case <-time.After(10 * time.Second):
+		tm.Stop()
+		t.Fatal("Read neither failed nor returned")
+	}
+}

@@ -317,3 +317,20 @@ func BenchmarkKeyFrame(b *testing.B) {
 		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
 	}
 }
+
+// review4: sizes a terminal (or anyone with its descriptor, TIOCSWINSZ)
+// can report, from none to 65535×65535 cells: the view fits them and
+// stays bounded (rows are as many as the groups, not the height).
+func TestViewExtremeSizes(t *testing.T) {
+	for _, sz := range [][2]int{{0, 0}, {1, 1}, {1, 65535}, {65535, 1}, {65535, 65535}} {
+		m := testModel(t, sz[0], sz[1], 3, Options{})
+		for _, keys := range [][]string{nil, {"?"}, {"/", "x"}} {
+			p, _ := press(m, keys...)
+			screen := p.View()
+			checkScreen(t, screen, max(sz[0], 1), max(sz[1], 1), false)
+			if len(screen) > 2<<20 {
+				t.Errorf("%d×%d %q: a screen of %d bytes", sz[0], sz[1], keys, len(screen))
+			}
+		}
+	}
+}
