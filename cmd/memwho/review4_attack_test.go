@@ -181,4 +181,36 @@ func (e *privEnv) checkReview4Attacks(t *testing.T) {
 			t.Errorf("without a controlling terminal: exit %d, %q; want 1 and one line", code, out)
 		}
 	})
+	t.Run("review4: /dev/tty replaced in a user and mount namespace", func(t *testing.T) {
+		if !e.unshareWorks(t) {
+			t.Skip("unshare -Urm is not allowed to the test user here")
+		}
+		secret := e.secret(t)
+		own := e.ownDir(t, "review4-tty")
+		fifo := filepath.Join(own, "fifo")
+		os.Remove(fifo)
+		if err := unix.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(fifo, e.user.UID, e.user.GID)
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		for _, target := range []string{secret, fifo, "/dev/zero"} {
+			c := e.cmd()
+			c.Args = append(c.Args[:len(c.Args)-1], "unshare", "-Urm", "/bin/sh", "-c", `mount --bind "$T" /dev/tty && exec "$M" watch --conns --interval 1h`)
+			c.Path, _ = exec.LookPath("setpriv")
+			c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color", "M=" + e.bin, "T=" + target}
+			w := startPtyCmd(t, c, ptyOpts{stdin: null})
+			code := w.wait(20 * time.Second)
+			time.Sleep(50 * time.Millisecond)
+			out := w.output()
+			t.Logf("/dev/tty bound to %s: exit %d: %q", target, code, out)
+			if code == 0 || strings.Contains(out, secretText) || strings.Contains(out, "\x1b[?1049h") || !strings.Contains(out, "/dev/tty") {
+				t.Errorf("/dev/tty bound to %s: exit %d, %q; want a refusal before the screen is taken", target, code, out)
+			}
+		}
+	})
 }

@@ -449,6 +449,24 @@ func TestWatchReview4Terminal(t *testing.T) {
 		w.checkRestored("no ctty", false)
 	})
 
+	t.Run("review4: standard output closed", func(t *testing.T) {
+		// The Go runtime opens /dev/null on a closed descriptor 0-2
+		// (checkfds): no file memwho opens later becomes its output.
+		// /dev/null is no terminal: the plain snapshots, to nowhere.
+		bin := realMemwho(t)
+		root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+		c := exec.Command("/bin/sh", "-c", `exec "$0" watch --proc "$1" --count 2 --interval 50ms >&-`, bin, root)
+		c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color"}
+		w := startPtyCmd(t, c, ptyOpts{})
+		if code := w.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit %d with standard output closed: %q", code, w.output())
+		}
+		if out := w.output(); strings.Contains(out, "\x1b") {
+			t.Errorf("escape sequences on the terminal (standard error) with standard output closed: %q", out)
+		}
+		w.checkRestored("stdout closed", false)
+	})
+
 	t.Run("review4: SIGSTOP and SIGCONT", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{})
 		w.waitOutput(0, "total")

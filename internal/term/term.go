@@ -85,7 +85,7 @@ func Open(in, out *os.File) (_ *Terminal, err error) {
 		}
 		if saved, err = unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 			f.Close()
-			return nil, err
+			return nil, fmt.Errorf("/dev/tty: %w", err)
 		}
 		t.in, t.ownIn = f, true
 	}
