@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/sample"
 )
 
 // fakeTerm is a terminal for run: keys from a channel, frames into a
@@ -227,5 +229,55 @@ func TestRunSlowTerminal(t *testing.T) {
 	f.keys <- "q"
 	if err := wait(t, done); err != nil || f.restored != 1 {
 		t.Errorf("quit: %v, restored %d times", err, f.restored)
+	}
+}
+
+// slowSampler's scans wait for release after the first.
+type slowSampler struct {
+	fakeSampler
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowSampler) Scan(snap *sample.Snapshot) error {
+	if s.n > 0 {
+		s.started <- struct{}{}
+		<-s.release
+	}
+	return s.fakeSampler.Scan(snap)
+}
+
+// review4: SIGTERM (the context's end) in the middle of a long scan: the
+// terminal is given back at once, and run returns only once the scan is
+// over (the sampler is closed after it).
+func TestRunEndsDuringScan(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := newFakeTerm()
+	s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
+	done := runAsync(ctx, f, NewModel(s, Options{Interval: time.Millisecond}))
+	waitOutput(t, f, "RAM used")
+	<-s.started
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		r := f.restored
+		f.mu.Unlock()
+		if r == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal was not restored while the scan ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("run returned with the scan still running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(s.release)
+	if err := wait(t, done); err != nil {
+		t.Error(err)
 	}
 }
