@@ -140,6 +140,14 @@ func (t *Terminal) Write(p []byte) (int, error) {
 	return t.out.Write(p)
 }
 
+// writeString writes s as Write does, counted as a write under way.
+func (t *Terminal) writeString(s string) error {
+	t.writing.Add(1)
+	defer t.writing.Add(-1)
+	_, err := io.WriteString(t.out, s)
+	return err
+}
+
 // Read reads what the keyboard sent, waiting for it, until Stop: then it
 // returns io.EOF. It may return 0 bytes and no error.
 func (t *Terminal) Read(p []byte) (int, error) {
@@ -224,7 +232,7 @@ func (t *Terminal) Suspend() error {
 	if t.suspended.Load() {
 		return nil
 	}
-	_, werr := io.WriteString(t.out, leave)
+	werr := t.writeString(leave)
 	serr := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
 	t.suspended.Store(true)
 	return errors.Join(werr, serr)
@@ -243,7 +251,7 @@ func (t *Terminal) Continue() error {
 	if t.suspended.Swap(false) {
 		s = enter
 	}
-	_, werr := io.WriteString(t.out, s)
+	werr := t.writeString(s)
 	return errors.Join(serr, werr)
 }
 

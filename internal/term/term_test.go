@@ -278,3 +278,31 @@ func TestReadClosedInput(t *testing.T) {
 		t.Fatal("Read neither failed nor returned")
 	}
 }
+
+// review4: Suspend's own write blocked (the terminal stopped taking
+// output just then): Restore must not block behind it either.
+func TestRestoreWhileSuspendBlocked(t *testing.T) {
+	_, slave := openPTY(t)
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	// Another writer fills the terminal (master not read).
+	go unix.Write(int(slave.Fd()), make([]byte, 1<<20))
+	time.Sleep(50 * time.Millisecond)
+	go tm.Suspend()
+	for tm.writing.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	restored := make(chan error, 1)
+	go func() { restored <- tm.Restore() }()
+	select {
+	case err := <-restored:
+		if !errors.Is(err, errStuck) {
+			t.Errorf("Restore: %v, want %v", err, errStuck)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restore blocked behind Suspend's write")
+	}
+}

@@ -55,7 +55,6 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	defer signal.Stop(sigs)
 
-	// The reader: one read, its events in one batch.
 	var (
 		readers, scans sync.WaitGroup
 		done           = make(chan struct{})
@@ -71,6 +70,7 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		wrote   = make(chan error, 1)
 		writing bool
 	)
+	// The writer.
 	go func() {
 		for j := range writes {
 			var err error
@@ -85,6 +85,7 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 			wrote <- err
 		}
 	}()
+	// The reader: one read, its events in one batch.
 	readers.Go(func() {
 		var dec term.Decoder
 		buf := make([]byte, 1024)
