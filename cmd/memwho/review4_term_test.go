@@ -22,37 +22,21 @@ import (
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
-var (
-	realBinOnce sync.Once
-	realBin     string
-	realBinErr  error
-)
-
-// realMemwho builds memwho once for the tests that need its own main.
+// realMemwho builds memwho (for the tests that need its own main) into
+// a directory removed when t ends: call it from the top-level test.
 func realMemwho(t *testing.T) string {
 	t.Helper()
-	realBinOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			realBinErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "memwho-review4-")
-		if err != nil {
-			realBinErr = err
-			return
-		}
-		realBin = filepath.Join(dir, "memwho")
-		build := exec.Command(gobin, "build", "-o", realBin, ".")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			realBinErr = &exec.ExitError{Stderr: out}
-		}
-	})
-	if realBinErr != nil {
-		t.Skipf("cannot build memwho: %v", realBinErr)
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build memwho: %v", err)
 	}
-	return realBin
+	bin := filepath.Join(t.TempDir(), "memwho")
+	build := exec.Command(gobin, "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // ptyPair is a new pseudo-terminal of 100×30.
@@ -96,6 +80,7 @@ type ptyWatch struct {
 }
 
 type ptyOpts struct {
+	bin      string   // memwho (realMemwho)
 	stdin    *os.File // default: the terminal
 	noCtty   bool     // a new session without a controlling terminal
 	noReader bool     // nobody reads the master side
@@ -104,9 +89,8 @@ type ptyOpts struct {
 
 func startPtyWatch(t *testing.T, o ptyOpts) *ptyWatch {
 	t.Helper()
-	bin := realMemwho(t)
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
-	c := exec.Command(bin, append([]string{"watch", "--proc", root, "--interval", "100ms"}, o.args...)...)
+	c := exec.Command(o.bin, append([]string{"watch", "--proc", root, "--interval", "100ms"}, o.args...)...)
 	c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color", "NO_COLOR=1", "HOME=/nonexistent"}
 	return startPtyCmd(t, c, o)
 }
@@ -237,9 +221,10 @@ func (w *ptyWatch) checkRestored(what string, screen bool) {
 }
 
 func TestWatchReview4Signals(t *testing.T) {
+	bin := realMemwho(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run("review4: "+sig.String()+" before the first frame", func(t *testing.T) {
-			w := startPtyWatch(t, ptyOpts{})
+			w := startPtyWatch(t, ptyOpts{bin: bin})
 			// At once: anywhere from before Open to the first frame.
 			w.cmd.Process.Signal(sig)
 			code := w.wait(10 * time.Second)
@@ -250,7 +235,7 @@ func TestWatchReview4Signals(t *testing.T) {
 			w.checkRestored(sig.String(), true)
 		})
 		t.Run("review4: "+sig.String()+" while running", func(t *testing.T) {
-			w := startPtyWatch(t, ptyOpts{})
+			w := startPtyWatch(t, ptyOpts{bin: bin})
 			w.waitOutput(0, "total")
 			w.cmd.Process.Signal(sig)
 			if code := w.wait(10 * time.Second); code != 0 {
@@ -259,7 +244,7 @@ func TestWatchReview4Signals(t *testing.T) {
 			w.checkRestored(sig.String(), true)
 		})
 		t.Run("review4: "+sig.String()+" while the terminal takes no output", func(t *testing.T) {
-			w := startPtyWatch(t, ptyOpts{})
+			w := startPtyWatch(t, ptyOpts{bin: bin})
 			w.waitOutput(0, "total")
 			w.setReading(false)
 			time.Sleep(50 * time.Millisecond)
@@ -348,8 +333,9 @@ func cpuTicks(t *testing.T, pid int) int {
 }
 
 func TestWatchReview4Terminal(t *testing.T) {
+	bin := realMemwho(t)
 	t.Run("review4: the terminal hung up (master closed)", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{})
+		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		w.master.Close()
 		if code := w.wait(10 * time.Second); code != 0 {
@@ -363,7 +349,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer null.Close()
-		w := startPtyWatch(t, ptyOpts{stdin: null})
+		w := startPtyWatch(t, ptyOpts{bin: bin, stdin: null})
 		w.waitOutput(0, "total")
 		// /dev/tty is open, close-on-exec, without O_NONBLOCK games;
 		// the wake-up pipe is close-on-exec.
@@ -412,7 +398,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 	})
 
 	t.Run("review4: /dev/tty only when standard input is not the terminal", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{})
+		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		pid := strconv.Itoa(w.cmd.Process.Pid)
 		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
@@ -432,7 +418,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer null.Close()
-		w := startPtyWatch(t, ptyOpts{stdin: null, noCtty: true})
+		w := startPtyWatch(t, ptyOpts{bin: bin, stdin: null, noCtty: true})
 		code := w.wait(10 * time.Second)
 		time.Sleep(50 * time.Millisecond)
 		out := w.output()
@@ -453,7 +439,6 @@ func TestWatchReview4Terminal(t *testing.T) {
 		// The Go runtime opens /dev/null on a closed descriptor 0-2
 		// (checkfds): no file memwho opens later becomes its output.
 		// /dev/null is no terminal: the plain snapshots, to nowhere.
-		bin := realMemwho(t)
 		root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 		c := exec.Command("/bin/sh", "-c", `exec "$0" watch --proc "$1" --count 2 --interval 50ms >&-`, bin, root)
 		c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color"}
@@ -468,7 +453,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 	})
 
 	t.Run("review4: SIGSTOP and SIGCONT", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{})
+		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		w.cmd.Process.Signal(syscall.SIGSTOP)
 		time.Sleep(300 * time.Millisecond)
@@ -496,7 +481,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 	})
 
 	t.Run("review4: SIGTSTP gives the terminal back, SIGCONT takes it again", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{})
+		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		from := len(w.output())
 		w.cmd.Process.Signal(syscall.SIGTSTP)
@@ -524,7 +509,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 	})
 
 	t.Run("review4: a storm of resizes and keys", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{})
+		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		pid := w.cmd.Process.Pid
 		rss := func() int {
@@ -559,7 +544,7 @@ func TestWatchReview4Terminal(t *testing.T) {
 	})
 
 	t.Run("review4: idle view uses no CPU", func(t *testing.T) {
-		w := startPtyWatch(t, ptyOpts{args: []string{"--interval", "1h"}})
+		w := startPtyWatch(t, ptyOpts{bin: bin, args: []string{"--interval", "1h"}})
 		w.waitOutput(0, "total")
 		time.Sleep(200 * time.Millisecond)
 		c0 := cpuTicks(t, w.cmd.Process.Pid)
