@@ -413,6 +413,7 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	e.checkReviewAttacks(t)
 	e.checkReview2Attacks(t)
 	e.checkReview3Attacks(t)
+	e.checkReview4Attacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

@@ -230,6 +230,7 @@ func TestWatchInTmux(t *testing.T) {
 	for _, m := range []struct{ set, reset string }{
 		{"\x1b[?1049h", "\x1b[?1049l"}, // alternate screen
 		{"\x1b[?25l", "\x1b[?25h"},     // cursor hidden / shown
+		{"\x1b[?7l", "\x1b[?7h"},       // automatic wrap off / on
 		{"\x1b[?1000h", "\x1b[?1000l"}, // mouse
 		{"\x1b[?1002h", "\x1b[?1002l"},
 		{"\x1b[?1003h", "\x1b[?1003l"},

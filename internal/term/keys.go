@@ -44,7 +44,8 @@ var pasteEnd = []byte("\x1b[201~")
 // sequences, and bracketed paste. Other escape sequences (function keys,
 // modified arrows, replies) are read and ignored. An ESC that ends a
 // read is the Esc key: a terminal writes a sequence in one piece, so a
-// lone ESC is a key press, and waiting for more would delay Esc.
+// lone ESC is a key press, and waiting for more would delay Esc. For the
+// same reason a read of ctrl-c alone ends a paste that never ended.
 type Decoder struct {
 	pending []byte // an incomplete sequence or character from the last read
 	inPaste bool
@@ -54,6 +55,14 @@ type Decoder struct {
 // Feed decodes the bytes of one read, appends the events they complete
 // to evs and returns it.
 func (d *Decoder) Feed(evs []Event, b []byte) []Event {
+	if d.inPaste && len(b) == 1 && b[0] == 0x03 {
+		// A read of ctrl-c alone ends a paste whose end never came (a
+		// terminal gone mid-paste, a hostile input): it must not take
+		// ctrl-c, and every key after it, away. A terminal writes a
+		// paste in one piece, so this read is a key press.
+		evs = append(evs, Paste{Text: string(d.paste)})
+		d.inPaste, d.paste, d.pending = false, d.paste[:0], d.pending[:0]
+	}
 	if len(d.pending) > 0 {
 		// Rare (a sequence split across reads): the copy is small.
 		b = append(d.pending[:len(d.pending):len(d.pending)], b...)

@@ -47,6 +47,25 @@ func TestDecoder(t *testing.T) {
 		{"paste end prefix that is not the end", []string{"\x1b[200~a\x1b[20", "0~b\x1b[201~"}, []Event{Paste{Text: "a\x1b[200~b"}}},
 		{"empty paste", []string{"\x1b[200~\x1b[201~"}, []Event{Paste{}}},
 		{"paste end alone", []string{"\x1b[201~q"}, []Event{t1("q")}},
+		// review4: hostile input (a paste of anything, replies split
+		// across reads, bytes from a pipe or a hostile terminal).
+		{"review4: nested paste ends at the first end", []string{"\x1b[200~a\x1b[200~b\x1b[201~c\x1b[201~"}, []Event{Paste{Text: "a\x1b[200~b"}, t1("c")}},
+		{"review4: unterminated paste is kept for later reads", []string{"\x1b[200~abc", "def"}, nil},
+		{"review4: paste holding NUL, C1, invalid UTF-8", []string{"\x1b[200~\x00\x9b2J\xc2\x9b\xff\x1b[201~"}, []Event{Paste{Text: "\x00\x9b2J\xc2\x9b\xff"}}},
+		{"review4: single-byte CSI 0x9b is no key", []string{"\x9b2Jq"}, []Event{t1("2"), t1("J"), t1("q")}},
+		{"review4: U+009B is no key", []string{"\xc2\x9b2Jq"}, []Event{t1("2"), t1("J"), t1("q")}},
+		{"review4: NUL is no key", []string{"\x00q\x00"}, []Event{t1("q")}},
+		{"review4: CSI of 64 bytes split is kept", []string{"\x1b[" + strings.Repeat("1", 62), "A"}, nil},
+		{"review4: CSI of 64 bytes then a key", []string{"\x1b[" + strings.Repeat(";", 62), "Dq"}, []Event{t1("q")}},
+		{"review4: CSI over 64 bytes is dropped, the rest read as keys", []string{"\x1b[" + strings.Repeat("1", 63), "1Aq"}, []Event{t1("1"), t1("A"), t1("q")}},
+		{"review4: OSC reply split across reads: its tail is read as keys", []string{"\x1b]11;rgb:0", "/0/0\x07q"}, []Event{t1("/"), t1("0"), t1("/"), t1("0"), k("ctrl+g"), t1("q")}},
+		{"review4: DCS reply with ST", []string{"\x1bP1+r544e=78\x1b\\q"}, []Event{t1("q")}},
+		{"review4: ESC then a C1 in UTF-8 (alt+U+009B) skipped whole", []string{"\x1b\xc2\x9bq"}, []Event{t1("q")}},
+		{"review4: ESC then a split character waits", []string{"\x1b\xe6", "\x95\xb0q"}, []Event{t1("q")}},
+		{"review4: unterminated paste ended by ctrl+c alone in a read", []string{"\x1b[200~abc", "de", "\x03", "q"}, []Event{Paste{Text: "abcde"}, k("ctrl+c"), t1("q")}},
+		{"review4: ctrl+c inside a paste's read is pasted", []string{"\x1b[200~a\x03b", "\x1b[201~"}, []Event{Paste{Text: "a\x03b"}}},
+		{"review4: ctrl+c alone while a paste end is pending", []string{"\x1b[200~a\x1b[20", "\x03"}, []Event{Paste{Text: "a"}, k("ctrl+c")}},
+		{"review4: paste end split byte by byte", []string{"\x1b[200~x", "\x1b", "[", "2", "0", "1", "~", "q"}, []Event{Paste{Text: "x"}, t1("q")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d Decoder

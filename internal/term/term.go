@@ -12,12 +12,17 @@ package term
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
+
+// errStuck is Restore's error when the terminal took no output.
+var errStuck = errors.New("the terminal takes no output: its screen was not restored")
 
 // Terminal is a terminal taken over for a full-screen view: its input in
 // raw mode (keys arrive as typed, nothing echoed, ctrl+c a key), the
@@ -33,16 +38,33 @@ type Terminal struct {
 	restored sync.Once
 	err      error
 	stopOnce sync.Once
+	writing  atomic.Int32 // writes under way
+	// suspended says Suspend gave the terminal back (leave written,
+	// the input's settings restored) and Continue has not taken it
+	// again.
+	suspended atomic.Bool
 }
 
 // enter and leave are what Open writes and what Restore writes to undo
 // it: the alternate screen (1049, which also saves the cursor), the
-// cursor hidden (25), bracketed paste (2004), the window title pushed on
-// xterm's title stack (22;2t, popped by 23;2t) and set (OSC 2). Leave
-// ends any style first, so that the shell's screen is not drawn bold.
+// cursor hidden (25), automatic wrap off (7), bracketed paste (2004),
+// the window title pushed on xterm's title stack (22;2t, popped by
+// 23;2t) and set (OSC 2). Leave ends any style first, so that the
+// shell's screen is not drawn bold.
+//
+// Wrap is off because widths are measured, not known: a name of
+// grapheme clusters that the view counts as 2 cells each and a terminal
+// draws code point by code point (60 leading jamo U+1100 in an
+// executable's name: 2 cells measured, 120 drawn) would wrap onto the
+// lines below and, from the last row, scroll the screen under the line
+// renderer. Without wrap a terminal clips such a line at its edge.
 const (
-	enter = "\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
-	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?25h\x1b[?1049l"
+	enter = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h\x1b[22;2t\x1b]2;memwho watch\x07"
+	leave = "\x1b[23;2t\x1b[?2004l\x1b[m\x1b[?7h\x1b[?25h\x1b[?1049l"
+	// reenter is what Continue writes after a stop Suspend did not
+	// see (SIGSTOP): the modes again, but not a second title push,
+	// which Restore's one pop would leave on the stack.
+	reenter = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[?2004h"
 )
 
 // Open takes over the terminal that out writes to. Keys are read from
@@ -55,13 +77,15 @@ func Open(in, out *os.File) (_ *Terminal, err error) {
 	t := &Terminal{in: in, out: out, wake: [2]int{-1, -1}}
 	saved, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS)
 	if err != nil {
+		// A fixed path, the process's own controlling terminal (os
+		// opens it close-on-exec); O_NOCTTY in case there is none.
 		f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("standard input is not a terminal to read keys from, and %w", err)
 		}
 		if saved, err = unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 			f.Close()
-			return nil, err
+			return nil, fmt.Errorf("/dev/tty: %w", err)
 		}
 		t.in, t.ownIn = f, true
 	}
@@ -108,8 +132,21 @@ func (t *Terminal) Size() (width, height int, err error) {
 	return int(ws.Col), int(ws.Row), nil
 }
 
-// Write writes p (a whole frame) to the terminal.
-func (t *Terminal) Write(p []byte) (int, error) { return t.out.Write(p) }
+// Write writes p (a whole frame) to the terminal. It blocks while the
+// terminal takes no output; see Restore.
+func (t *Terminal) Write(p []byte) (int, error) {
+	t.writing.Add(1)
+	defer t.writing.Add(-1)
+	return t.out.Write(p)
+}
+
+// writeString writes s as Write does, counted as a write under way.
+func (t *Terminal) writeString(s string) error {
+	t.writing.Add(1)
+	defer t.writing.Add(-1)
+	_, err := io.WriteString(t.out, s)
+	return err
+}
 
 // Read reads what the keyboard sent, waiting for it, until Stop: then it
 // returns io.EOF. It may return 0 bytes and no error.
@@ -129,9 +166,11 @@ func (t *Terminal) Read(p []byte) (int, error) {
 		if fds[1].Revents != 0 {
 			return 0, io.EOF
 		}
-		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) == 0 {
 			continue
 		}
+		// (POLLNVAL, a descriptor closed under the reader: the read
+		// fails with EBADF rather than poll returning it for ever.)
 		n, err := unix.Read(int(t.in.Fd()), p)
 		switch {
 		case err == unix.EINTR || err == unix.EAGAIN:
@@ -158,10 +197,20 @@ func (t *Terminal) Stop() {
 // undone, the shell's screen back, the input's settings restored. Only
 // the first call does it; later ones return its error. Stop the reader
 // (Stop) before, so that it reads nothing meant for the shell.
+//
+// While a Write is blocked (a terminal that takes no output: a stalled
+// connection, a master side nobody reads) what Restore would write is
+// left out, since it would block behind it: the input's settings are
+// still restored, and the error says so.
 func (t *Terminal) Restore() error {
 	t.restored.Do(func() {
 		var werr, serr error
-		if t.entered {
+		switch {
+		case t.suspended.Load():
+			// Suspend wrote leave already.
+		case t.entered && t.writing.Load() > 0:
+			werr = errStuck
+		case t.entered:
 			_, werr = io.WriteString(t.out, leave)
 		}
 		if t.raw {
@@ -173,6 +222,37 @@ func (t *Terminal) Restore() error {
 		}
 	})
 	return t.err
+}
+
+// Suspend gives the terminal back as Restore does, for a stop that job
+// control asks for (SIGTSTP: the shell takes the terminal meanwhile);
+// Continue takes it again. It is for the goroutine that writes frames,
+// between them.
+func (t *Terminal) Suspend() error {
+	if t.suspended.Load() {
+		return nil
+	}
+	werr := t.writeString(leave)
+	serr := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
+	t.suspended.Store(true)
+	return errors.Join(werr, serr)
+}
+
+// Continue takes the terminal again after a stop (SIGCONT). After
+// Suspend it does what Open did; after a stop nobody saw coming
+// (SIGSTOP), it sets the input's raw mode and the screen's modes again,
+// since a shell that had the terminal meanwhile put its own back. The
+// caller then draws a whole frame.
+func (t *Terminal) Continue() error {
+	raw := t.saved
+	makeRaw(&raw)
+	serr := unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &raw)
+	s := reenter
+	if t.suspended.Swap(false) {
+		s = enter
+	}
+	werr := t.writeString(s)
+	return errors.Join(serr, werr)
 }
 
 // Close releases the wake-up pipe, after Restore and after the reader

@@ -1,6 +1,7 @@
 package term
 
 import (
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -143,5 +144,165 @@ func TestOpenNotTerminal(t *testing.T) {
 	w.Close()
 	if b, _ := io.ReadAll(r); len(b) != 0 {
 		t.Errorf("Open on a pipe wrote %q", b)
+	}
+}
+
+// review4: a terminal whose master side nobody reads. A Write blocks;
+// Restore must not block behind it (it leaves out its own write) and
+// still puts the input's settings back.
+func TestRestoreWhileWriteBlocked(t *testing.T) {
+	_, slave := openPTY(t)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := tm.Write(make([]byte, 1<<20)) // far more than a pty holds
+		wrote <- err
+	}()
+	for tm.writing.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // into the kernel's wait
+	restored := make(chan error, 1)
+	go func() { restored <- tm.Restore() }()
+	select {
+	case err := <-restored:
+		if !errors.Is(err, errStuck) {
+			t.Errorf("Restore: %v, want %v", err, errStuck)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restore blocked behind the stuck write")
+	}
+	tm.Close()
+	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if *after != *before {
+		t.Errorf("termios after Restore %+v, want as before %+v", after, before)
+	}
+	select {
+	case err := <-wrote:
+		t.Fatalf("the 1 MiB write returned (%v): nothing was stuck", err)
+	default:
+	}
+	// The cleanup's close of the master (the connection gone) ends
+	// the write with EIO.
+}
+
+// review4: job control. Suspend gives the terminal back as Restore does;
+// Continue takes it again: after Suspend as Open did, after a stop it
+// did not see (SIGSTOP, a shell restoring its own settings) the raw
+// mode and the modes again, without a second title push.
+func TestSuspendContinue(t *testing.T) {
+	master, slave := openPTY(t)
+	before, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readN(t, master, len(enter))
+	isRaw := func() bool {
+		tt, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+		return tt.Lflag&(unix.ICANON|unix.ECHO) == 0
+	}
+	if err := tm.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(leave)); got != leave || isRaw() {
+		t.Errorf("Suspend wrote %q, raw %v; want %q and the settings back", got, isRaw(), leave)
+	}
+	if err := tm.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(enter)); got != enter || !isRaw() {
+		t.Errorf("Continue after Suspend wrote %q, raw %v; want %q, raw", got, isRaw(), enter)
+	}
+	unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, before) // a shell, meanwhile
+	if err := tm.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readN(t, master, len(reenter)); got != reenter || !isRaw() {
+		t.Errorf("Continue after a stop wrote %q, raw %v; want %q, raw", got, isRaw(), reenter)
+	}
+	// Suspended, then ended (SIGTERM while stopped): Restore writes
+	// nothing more, the settings are back.
+	tm.Suspend()
+	readN(t, master, len(leave))
+	tm.Restore()
+	tm.Close()
+	slave.Write([]byte("."))
+	if got := readN(t, master, 1); got != "." {
+		t.Errorf("Restore after Suspend wrote %q…", got)
+	}
+	if after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); *after != *before {
+		t.Error("settings not restored")
+	}
+}
+
+// review4: the input's descriptor closed under the reader (poll then
+// answers POLLNVAL at once, for ever): Read fails, it does not spin.
+func TestReadClosedInput(t *testing.T) {
+	_, slave := openPTY(t)
+	fd, err := unix.Dup(int(slave.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := os.NewFile(uintptr(fd), "in")
+	tm, err := Open(in, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	unix.Close(fd)
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 16)
+		for {
+			if _, err := tm.Read(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != unix.EBADF {
+			t.Errorf("Read: %v, want EBADF", err)
+		}
+	case <-time.After(10 * time.Second):
+		tm.Stop()
+		t.Fatal("Read neither failed nor returned")
+	}
+}
+
+// review4: Suspend's own write blocked (the terminal stopped taking
+// output just then): Restore must not block behind it either.
+func TestRestoreWhileSuspendBlocked(t *testing.T) {
+	_, slave := openPTY(t)
+	tm, err := Open(slave, slave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	// Another writer fills the terminal (master not read).
+	go unix.Write(int(slave.Fd()), make([]byte, 1<<20))
+	time.Sleep(50 * time.Millisecond)
+	go tm.Suspend()
+	for tm.writing.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	restored := make(chan error, 1)
+	go func() { restored <- tm.Restore() }()
+	select {
+	case err := <-restored:
+		if !errors.Is(err, errStuck) {
+			t.Errorf("Restore: %v, want %v", err, errStuck)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restore blocked behind Suspend's write")
 	}
 }

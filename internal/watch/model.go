@@ -9,6 +9,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/term"
@@ -204,7 +205,7 @@ func (m Model) Update(msg Msg) (Model, Cmd) {
 		return m, m.scanCmd()
 	case term.Paste:
 		if m.prompt {
-			m.input += msg.Text
+			m.input = appendInput(m.input, msg.Text)
 			m.inputErr = ""
 		}
 	case term.Key:
@@ -242,7 +243,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 			m.input, m.inputErr = "", ""
 		default:
 			if msg.Text != "" {
-				m.input += msg.Text
+				m.input = appendInput(m.input, msg.Text)
 				m.inputErr = ""
 			}
 		}
@@ -306,6 +307,29 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 		m.help = true
 	}
 	return m, Cmd{}
+}
+
+// maxInput is the most the filter prompt holds, in bytes. Each paste is
+// bounded by the decoder, but pastes and keys add up: without a bound a
+// terminal (or whatever writes to its input) could grow the prompt, and
+// the time every frame spends on it, for as long as it likes.
+const maxInput = term.MaxPaste
+
+// appendInput returns input with text added, as much of it as fits in
+// maxInput bytes, cut before a character the limit splits.
+func appendInput(input, text string) string {
+	if room := maxInput - len(input); len(text) > room {
+		text = text[:max(room, 0)]
+		for i := len(text) - 1; i >= 0 && i >= len(text)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(text[i]) {
+				if !utf8.FullRuneInString(text[i:]) {
+					text = text[:i]
+				}
+				break
+			}
+		}
+	}
+	return input + text
 }
 
 // sortOrder is the order the left and right keys step through the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/term"
@@ -86,7 +87,7 @@ func runCmd(m *Model, cmd Cmd) Msg {
 
 // testModel is a model of size w×h fed n synthetic snapshots of
 // testProcs, one a second.
-func testModel(t *testing.T, w, h, n int, opt Options) Model {
+func testModel(t testing.TB, w, h, n int, opt Options) Model {
 	t.Helper()
 	if opt.Interval == 0 {
 		opt.Interval = time.Second
@@ -331,5 +332,42 @@ func TestScanLoop(t *testing.T) {
 	}
 	if !strings.Contains(m.screen(), "scan failed: open /proc") {
 		t.Error("scan error not on screen")
+	}
+}
+
+// review4: pastes and keys add up at the filter prompt. Each paste is
+// bounded by the decoder; the prompt now is too, cut at a character.
+func TestPromptBounded(t *testing.T) {
+	m := testModel(t, 80, 24, 3, Options{})
+	m, _ = press(m, "/")
+	chunk := strings.Repeat("é", term.MaxPaste/2-1) + "x" // 4095 bytes: the cut falls in a character
+	for range 100 {
+		m, _ = m.Update(term.Paste{Text: chunk})
+		m, _ = m.Update(key("数"))
+	}
+	if len(m.input) > maxInput || len(m.input) < maxInput-utf8.UTFMax || !utf8.ValidString(m.input) {
+		t.Errorf("prompt of %d bytes (valid UTF-8: %v), want at most %d, cut at a character", len(m.input), utf8.ValidString(m.input), maxInput)
+	}
+	checkScreen(t, m.View(), 80, 24, false)
+	// The limit does not stop editing: backspace, then typing, works.
+	m, _ = press(m, "backspace", "backspace", "backspace", "backspace", "x")
+	if !strings.HasSuffix(m.input, "x") {
+		t.Errorf("typing after backspace at the limit: input ends %q", m.input[len(m.input)-8:])
+	}
+	// Whatever the prompt holds compiles or is refused at once: NUL,
+	// invalid UTF-8, escapes; deep nesting and large repeats (RE2
+	// refuses programs over its size limit).
+	for _, in := range []string{
+		"a\x00b\xff\x1b[2J\x9b",
+		strings.Repeat("(", 2000) + strings.Repeat(")", 2000),
+		strings.Repeat("(?:a{1000}){1000}", 200),
+		strings.Repeat(`[\x{0}-\x{10FFFF}]{1000}`, 150),
+		strings.Repeat(`\pL*`, 1000),
+	} {
+		p, _ := press(m, "ctrl+u")
+		p, _ = p.Update(term.Paste{Text: in})
+		p, _ = press(p, "enter")
+		t.Logf("%d bytes: filter %v, error %q", len(in), p.filter != nil, p.inputErr)
+		checkScreen(t, p.View(), 80, 24, false)
 	}
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -424,5 +425,25 @@ func TestReadTimes(t *testing.T) {
 	short := &fakeEngine{d: []engine.Detail{{PID: 1, SampledAt: old, Deferred: true}}}
 	if at := readTimes(short, snap); at != nil {
 		t.Errorf("details not matching the snapshot: %v, want nil", at)
+	}
+}
+
+// review4: another user renames processes (comm, cgroups) at every scan:
+// every grouping's history keeps only the groups of the last snapshot,
+// so a watch that runs for days does not grow with names long gone.
+func TestTrackerForgetsChurningNames(t *testing.T) {
+	m := NewModel(nil, Options{Interval: time.Second})
+	for i := range 300 {
+		var procs []proc
+		for j := range 20 {
+			n := strconv.Itoa(i) + "-" + strconv.Itoa(j)
+			procs = append(procs, proc{pid: 100 + j, name: "churn-" + n, uid: uint32(i*20 + j), cgroup: "/user.slice/u" + n + ".scope", ram: constant(miB)})
+		}
+		m.Add(snapshot(i, time.Second, procs))
+	}
+	for by, v := range m.tr.views {
+		if v != nil && len(v.series) > 20 {
+			t.Errorf("grouping %v keeps %d series after 300 snapshots of 20 new names each, want at most 20", sample.By(by), len(v.series))
+		}
 	}
 }

@@ -34,8 +34,14 @@ type screenIO interface {
 	Write(p []byte) (int, error)
 	Stop()
 	Restore() error
+	Suspend() error
+	Continue() error
 	Close()
 }
+
+// stuckAfter is how long a frame's write may still take when the view
+// ends before the terminal is taken for one that accepts no output.
+const stuckAfter = time.Second
 
 // run is the event loop: key presses, pastes, resizes, finished scans
 // and ticks all arrive in one select, go through Update, and after each
@@ -43,18 +49,43 @@ type screenIO interface {
 // nothing when none did). There is no frame clock: an idle view sleeps
 // until the next tick.
 func run(ctx context.Context, t screenIO, m Model) (err error) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP)
+	// Room for a stop, its continue and a resize while stopped: a
+	// signal that finds the channel full is lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	defer signal.Stop(sigs)
 
-	// The reader: one read, its events in one batch.
 	var (
 		readers, scans sync.WaitGroup
 		done           = make(chan struct{})
 		input          = make(chan []term.Event)
 		readErr        = make(chan error, 1)
 		hungUp         bool
+		// The writer: frames written, and the terminal given back and
+		// taken again around a stop, while the loop goes on, so that
+		// a terminal that takes no output (a stalled connection, a
+		// master nobody reads) blocks the writer alone, and SIGTERM,
+		// SIGINT and SIGHUP still end the view. One job at a time.
+		writes  = make(chan writeJob)
+		wrote   = make(chan error, 1)
+		writing bool
 	)
+	// The writer.
+	go func() {
+		for j := range writes {
+			var err error
+			switch j.kind {
+			case jobFrame:
+				_, err = t.Write(j.frame)
+			case jobSuspend:
+				err = t.Suspend()
+			case jobContinue:
+				err = t.Continue()
+			}
+			wrote <- err
+		}
+	}()
+	// The reader: one read, its events in one batch.
 	readers.Go(func() {
 		var dec term.Decoder
 		buf := make([]byte, 1024)
@@ -77,6 +108,21 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	})
 	defer func() {
 		close(done)
+		if writing {
+			// A frame is still being written: give the terminal a
+			// moment to take it. One that does not is stuck (Restore
+			// then leaves out what it would write, and the caller
+			// exits with the writer blocked).
+			select {
+			case <-wrote:
+				writing = false
+			case <-time.After(stuckAfter):
+				hungUp = true
+			}
+		}
+		if !writing {
+			close(writes)
+		}
 		t.Stop()
 		readers.Wait()
 		rerr := t.Restore()
@@ -134,22 +180,53 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	}
 
 	var (
-		scr   term.Screen
-		frame []byte
+		scr term.Screen
+		// Two frame buffers: one being written, one being made.
+		frames [2][]byte
+		next   int
 	)
 	resize()
 	if do(m.Init()) {
 		return nil
 	}
+	// Job control: suspend asks for the terminal to be given back and
+	// the process stopped (SIGTSTP); away says it was given back;
+	// resume asks for it again (SIGCONT).
+	var suspend, away, resume bool
 	for {
-		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
-		if len(frame) > 0 {
-			if _, err := t.Write(frame); err != nil {
-				return err
+		if !writing {
+			// While the writer works the next job waits: a frame
+			// drawn then is the latest, measured against what was
+			// handed to the writer.
+			switch {
+			case resume:
+				resume, away, writing = false, false, true
+				scr = term.Screen{} // the shell may have drawn on it
+				writes <- writeJob{kind: jobContinue}
+			case suspend:
+				suspend, away, writing = false, true, true
+				writes <- writeJob{kind: jobSuspend}
+			case !away:
+				frames[next] = scr.Frame(frames[next][:0], strings.Split(m.View(), "\n"), m.width, m.height)
+				if len(frames[next]) > 0 {
+					writing = true
+					writes <- writeJob{kind: jobFrame, frame: frames[next]}
+					next ^= 1
+				}
 			}
 		}
 		var stop bool
 		select {
+		case err := <-wrote:
+			writing = false
+			if err != nil {
+				return err
+			}
+			if away && !resume {
+				// Given back: stop now (a SIGCONT that came
+				// meanwhile ends the stop at once).
+				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			}
 		case <-ctx.Done():
 			return nil
 		case evs := <-input:
@@ -165,9 +242,18 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 			}
 			return err
 		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
+			switch sig {
+			case syscall.SIGHUP:
 				hungUp = true
 				return nil
+			case syscall.SIGTSTP:
+				// kill -TSTP (ctrl-z is a key in raw mode).
+				suspend = !away
+				continue
+			case syscall.SIGCONT:
+				// After a stop, ours or a SIGSTOP nobody saw
+				// coming: the terminal again, in full.
+				suspend, resume = false, true
 			}
 			stop = resize()
 		case msg := <-scanned:
@@ -181,3 +267,18 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		}
 	}
 }
+
+// writeJob is what the writer does next: write a frame, give the
+// terminal back before a stop or take it again after.
+type writeJob struct {
+	kind  jobKind
+	frame []byte
+}
+
+type jobKind uint8
+
+const (
+	jobFrame jobKind = iota
+	jobSuspend
+	jobContinue
+)

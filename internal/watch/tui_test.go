@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/sample"
 )
 
 // fakeTerm is a terminal for run: keys from a channel, frames into a
@@ -20,11 +22,15 @@ type fakeTerm struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	mu       sync.Mutex
-	out      bytes.Buffer
-	writes   int
-	writeErr error
-	restored int
+	mu        sync.Mutex
+	out       bytes.Buffer
+	writes    int
+	writeErr  error
+	restored  int
+	continued int
+	// stall, when set, makes every write after the first two (the
+	// first frames) wait for it: a terminal that takes no output.
+	stall chan struct{}
 }
 
 func newFakeTerm() *fakeTerm {
@@ -44,6 +50,11 @@ func (f *fakeTerm) Read(p []byte) (int, error) {
 
 func (f *fakeTerm) Write(p []byte) (int, error) {
 	f.mu.Lock()
+	if f.stall != nil && f.writes >= 2 {
+		f.mu.Unlock()
+		<-f.stall
+		f.mu.Lock()
+	}
 	defer f.mu.Unlock()
 	if f.writeErr != nil {
 		return 0, f.writeErr
@@ -55,6 +66,13 @@ func (f *fakeTerm) Write(p []byte) (int, error) {
 func (f *fakeTerm) Stop()          { f.stopOnce.Do(func() { close(f.stop) }) }
 func (f *fakeTerm) Restore() error { f.mu.Lock(); f.restored++; f.mu.Unlock(); return nil }
 func (f *fakeTerm) Close()         {}
+func (f *fakeTerm) Suspend() error { return nil }
+func (f *fakeTerm) Continue() error {
+	f.mu.Lock()
+	f.continued++
+	f.mu.Unlock()
+	return nil
+}
 
 func (f *fakeTerm) output() (string, int) {
 	f.mu.Lock()
@@ -154,5 +172,112 @@ func TestRunEnds(t *testing.T) {
 	err := wait(t, runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour})))
 	if err == nil || !strings.Contains(err.Error(), "input/output error") || f.restored != 1 {
 		t.Errorf("write error: %v, restored %d times", err, f.restored)
+	}
+}
+
+// review4: a terminal that takes no output (a stalled connection, a
+// master side nobody reads) blocked the loop in its write, where neither
+// SIGTERM/SIGINT (the context) nor SIGHUP was seen: the view, holding
+// CAP_SYS_PTRACE in the privileged install, ran until SIGKILL. The
+// write now runs beside the loop.
+func TestRunStuckTerminal(t *testing.T) {
+	for _, end := range []string{"context", "q"} {
+		t.Run(end, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f := newFakeTerm()
+			f.stall = make(chan struct{})
+			defer close(f.stall)
+			done := runAsync(ctx, f, NewModel(&fakeSampler{}, Options{Interval: time.Millisecond}))
+			waitOutput(t, f, "RAM used")
+			// Keys are still read and scans still run while the
+			// second frame waits.
+			f.keys <- "/"
+			f.keys <- "x"
+			time.Sleep(20 * time.Millisecond)
+			if end == "q" {
+				f.keys <- "\r"
+				f.keys <- "q"
+			} else {
+				cancel()
+			}
+			if err := wait(t, done); err != nil {
+				t.Errorf("ended by %s with the terminal stuck: %v, want nil", end, err)
+			}
+			if f.restored != 1 {
+				t.Errorf("restored %d times, want once", f.restored)
+			}
+		})
+	}
+}
+
+// review4: a slow terminal (each write takes a while) still gets every
+// frame's changes: frames made while one is written are not lost, the
+// latest is drawn after it.
+func TestRunSlowTerminal(t *testing.T) {
+	f := newFakeTerm()
+	f.stall = make(chan struct{})
+	done := runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour}))
+	waitOutput(t, f, "RAM used")
+	f.keys <- "/"
+	f.keys <- "a"
+	f.keys <- "b"
+	time.Sleep(20 * time.Millisecond)
+	close(f.stall) // the terminal drains
+	waitOutput(t, f, "filter: ab█")
+	f.keys <- "\r"
+	f.keys <- "q"
+	if err := wait(t, done); err != nil || f.restored != 1 {
+		t.Errorf("quit: %v, restored %d times", err, f.restored)
+	}
+}
+
+// slowSampler's scans wait for release after the first.
+type slowSampler struct {
+	fakeSampler
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowSampler) Scan(snap *sample.Snapshot) error {
+	if s.n > 0 {
+		s.started <- struct{}{}
+		<-s.release
+	}
+	return s.fakeSampler.Scan(snap)
+}
+
+// review4: SIGTERM (the context's end) in the middle of a long scan: the
+// terminal is given back at once, and run returns only once the scan is
+// over (the sampler is closed after it).
+func TestRunEndsDuringScan(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := newFakeTerm()
+	s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
+	done := runAsync(ctx, f, NewModel(s, Options{Interval: time.Millisecond}))
+	waitOutput(t, f, "RAM used")
+	<-s.started
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		r := f.restored
+		f.mu.Unlock()
+		if r == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the terminal was not restored while the scan ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("run returned with the scan still running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(s.release)
+	if err := wait(t, done); err != nil {
+		t.Error(err)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/term"
 	"github.com/memwho/memwho/internal/term/termtest"
 )
 
@@ -236,5 +238,99 @@ func TestViewWideNames(t *testing.T) {
 			m.Add(snapshot(i, time.Second, procs))
 		}
 		checkScreen(t, m.View(), w, 12, false)
+	}
+}
+
+// review4Names are process names a local user controls (comm, a
+// script's or an executable's name, a cgroup or unit): every kind of
+// escape sequence a terminal acts on, C1 controls, bidi and zero-width
+// characters, wide and combining characters, invalid UTF-8, and length.
+var review4Names = []string{
+	"csi\x1b[2J\x1b[1;1Hcursor",
+	"osc-title\x1b]0;pwned\x07",
+	"osc-title-st\x1b]2;pwned\x1b\\",
+	"osc52\x1b]52;c;Y3VybCBldmlsfHNo\x07",
+	"osc8\x1b]8;;https://evil.example/\x1b\\link\x1b]8;;\x1b\\",
+	"dcs\x1bP+q544e\x1b\\",
+	"title-stack\x1b[22;0t\x1b[23;0t",
+	"c1-byte\x9b2J\x9d0;x\x9c",
+	"c1-utf8\u009b2J\u009d0;x\u009c",
+	"bidi\u202eevil\u202d\u2066x\u2069\u200f",
+	"zero\u200bwidth\u200d\u2060\ufeff",
+	"wide数据库服务器进程🐘🐘",
+	"emoji\u263a\ufe0f\U0001f1eb\U0001f1f7\U0001f468\u200d\U0001f469\u200d\U0001f467",
+	"combining-e" + strings.Repeat("\u0301", 200),
+	"hangul\u1100\u1161\u11a8",
+	"invalid\xff\xfe\xc0\x80\xed\xa0\x80utf8",
+	"nul\x00bell\x07bs\x08cr\rlf\ntab\t",
+	strings.Repeat("\x1b[31m", 500) + "long",
+	strings.Repeat("数", 2000),
+}
+
+// review4: hostile names in the live view at many widths: no escape
+// sequence but the view's own SGR styles, no C1 or bidi control, no
+// line wider than the terminal, in every state of the status line.
+func TestViewReview4HostileNames(t *testing.T) {
+	sgr := regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	var procs []proc
+	for i, n := range review4Names {
+		procs = append(procs, proc{pid: 1000 + i, name: n, cgroup: "/system.slice/" + n + ".service", ram: constant(uint64(i+1) * miB)})
+	}
+	for _, color := range []bool{false, true} {
+		for _, keys := range [][]string{nil, {"g", "g"}, {"G"}, {"/"}, {"/", "x", "enter"}} {
+			for _, w := range []int{1, 2, 17, 40, 80, 81, 200} {
+				m := NewModel(nil, Options{Interval: time.Second, Color: color})
+				m, _ = m.Update(SizeMsg{Width: w, Height: 30})
+				for i := range 3 {
+					m.Add(snapshot(i, time.Second, procs))
+				}
+				m, _ = press(m, keys...)
+				if keys != nil && keys[0] == "/" && len(keys) == 1 {
+					// A paste of every name into the prompt.
+					m, _ = m.Update(term.Paste{Text: strings.Join(review4Names, "")})
+				}
+				screen := m.View()
+				checkScreen(t, screen, w, 30, color)
+				rest := sgr.ReplaceAllString(screen, "")
+				for _, r := range rest {
+					if r == 0x1b || r == utf8.RuneError || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200b || r == 0x200f || r == 0xfeff {
+						t.Errorf("color %v keys %q width %d: %U on the screen:\n%q", color, keys, w, r, screen)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKeyFrame is what one key press costs the live view: Update,
+// View and the line diff (review4: a terminal or pipe that floods the
+// input gets one frame per read, each this much).
+func BenchmarkKeyFrame(b *testing.B) {
+	m := testModel(b, 120, 40, 20, Options{})
+	var scr term.Screen
+	var frame []byte
+	keys := []term.Key{key("n"), key("r"), key("g"), key("G")}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m, _ = m.Update(keys[i%len(keys)])
+		frame = scr.Frame(frame[:0], strings.Split(m.View(), "\n"), m.width, m.height)
+	}
+}
+
+// review4: sizes a terminal (or anyone with its descriptor, TIOCSWINSZ)
+// can report, from none to 65535×65535 cells: the view fits them and
+// stays bounded (rows are as many as the groups, not the height).
+func TestViewExtremeSizes(t *testing.T) {
+	for _, sz := range [][2]int{{0, 0}, {1, 1}, {1, 65535}, {65535, 1}, {65535, 65535}} {
+		m := testModel(t, sz[0], sz[1], 3, Options{})
+		for _, keys := range [][]string{nil, {"?"}, {"/", "x"}} {
+			p, _ := press(m, keys...)
+			screen := p.View()
+			checkScreen(t, screen, max(sz[0], 1), max(sz[1], 1), false)
+			if len(screen) > 2<<20 {
+				t.Errorf("%d×%d %q: a screen of %d bytes", sz[0], sz[1], keys, len(screen))
+			}
+		}
 	}
 }
