@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"github.com/memwho/memwho/internal/proc/fstest"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -94,8 +96,10 @@ func TestPSSErrorBound(t *testing.T) {
 		tg.toggle(t, idx[:n/10])
 
 		c0, w0 := cpuTime(), time.Now()
-		if err := eng.Scan(&es); err != nil {
-			t.Fatal(err)
+		var scanErr error
+		pprof.Do(context.Background(), pprof.Labels("scan", "tick"), func(context.Context) { scanErr = eng.Scan(&es) })
+		if scanErr != nil {
+			t.Fatal(scanErr)
 		}
 		c1, w1 := cpuTime(), time.Now()
 		full.ForceFull()
