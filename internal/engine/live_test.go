@@ -123,6 +123,9 @@ func TestLiveKeptRollup(t *testing.T) {
 	if n := e.kept.Load(); n != 3 {
 		t.Fatalf("kept after the first tick = %d, want 3 (one per new process)", n)
 	}
+	if e.keepMax > maxKept || e.keepMax > e.maxHeld-int64(len(pids)) {
+		t.Errorf("keepMax %d: over maxKept %d or over MaxHeld %d less one statm descriptor per process", e.keepMax, maxKept, e.maxHeld)
+	}
 
 	// Walk every process again through its kept descriptor.
 	e.Scan(&snap)
