@@ -62,14 +62,14 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 
 // readOnce is one attempt of read, through rc.tid when it is set.
 func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
-	// A process whose walk was refused last time is read the anchored
-	// way at once, which tries the walk again: holding smaps_rollup
-	// would only be refused a second time.
 	if rc.rfd >= 0 {
 		if st, ok := e.readKept(w, rc, names); ok {
 			return st
 		}
 	}
+	// A process whose walk was refused last time is read the anchored
+	// way at once, which tries the walk again: holding smaps_rollup
+	// would only be refused a second time.
 	if !e.opt.Fast && (first || rc.st != stDenied) {
 		if st, ok := e.readHeld(w, rc, names, first); ok {
 			return st
