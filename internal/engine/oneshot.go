@@ -48,7 +48,7 @@ func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
 	}
 	forEach(e.once, n, func(ow *oneWorker, j int) {
 		rc := &ow.rc
-		*rc = record{pid: e.pids[j], fd: -1}
+		*rc = record{pid: e.pids[j], fd: -1, rfd: -1}
 		e.readNew(ow.w, rc, start)
 		ow.w.r.Close()
 		procs[j], e.states[j] = rc.p, rc.st

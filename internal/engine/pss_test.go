@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"github.com/memwho/memwho/internal/proc/fstest"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -64,6 +66,11 @@ func TestPSSErrorBound(t *testing.T) {
 	// MEMWHO_ENGINE_FULL_DETAIL=1 reads UID and cgroup too (the agent's
 	// FullDetail).
 	conns := os.Getenv("MEMWHO_ENGINE_CONNS") == "1"
+	// MEMWHO_ENGINE_TICKS_ONLY=1 runs the ticks without the full walks
+	// and report scans they are checked against, for a profiler outside
+	// the process (perf record) to see the ticks alone; it logs their
+	// cost and checks nothing.
+	ticksOnly := os.Getenv("MEMWHO_ENGINE_TICKS_ONLY") == "1"
 	detail := os.Getenv("MEMWHO_ENGINE_FULL_DETAIL") == "1"
 	eng := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: tg.pids, FullEvery: k, Conns: conns,
 		NeedUID: detail, NeedCgroup: detail})
@@ -80,7 +87,7 @@ func TestPSSErrorBound(t *testing.T) {
 	}
 	full.Scan(&fs)
 
-	var engCPU, fullCPU, scanCPU, engWall, scanWall time.Duration
+	var engCPU, fullCPU, scanCPU, engWall, scanWall, engSys, scanSys time.Duration
 	var maxErr, sumAbs, sumTrue, sumBound, sumStaleBound, maxStaleErr int64
 	var walkedTotal, staleTotal, walks, connsRead int
 	var signedMax int64
@@ -93,20 +100,30 @@ func TestPSSErrorBound(t *testing.T) {
 		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
 		tg.toggle(t, idx[:n/10])
 
-		c0, w0 := cpuTime(), time.Now()
-		if err := eng.Scan(&es); err != nil {
-			t.Fatal(err)
+		c0, w0, s0 := cpuTime(), time.Now(), sysTime()
+		var scanErr error
+		pprof.Do(context.Background(), pprof.Labels("scan", "tick"), func(context.Context) { scanErr = eng.Scan(&es) })
+		if scanErr != nil {
+			t.Fatal(scanErr)
 		}
-		c1, w1 := cpuTime(), time.Now()
+		c1, w1, s1 := cpuTime(), time.Now(), sysTime()
+		if ticksOnly {
+			engCPU += c1 - c0
+			engSys += s1 - s0
+			engWall += w1.Sub(w0)
+			continue
+		}
 		full.ForceFull()
 		full.Scan(&fs)
 		c2 := cpuTime()
-		w2 := time.Now()
+		w2, s2 := time.Now(), sysTime()
 		if err := sc.Scan(&ss); err != nil {
 			t.Fatal(err)
 		}
-		c3, w3 := cpuTime(), time.Now()
+		c3, w3, s3 := cpuTime(), time.Now(), sysTime()
 		engCPU += c1 - c0
+		engSys += s1 - s0
+		scanSys += s3 - s2
 		fullCPU += c2 - c1
 		scanCPU += c3 - c2
 		engWall += w1.Sub(w0)
@@ -160,6 +177,11 @@ func TestPSSErrorBound(t *testing.T) {
 			t.Errorf("tick %d: the %d stale figures sum off by %d, over Stats.StaleBound %d", tick, staleN, staleErr, sb)
 		}
 	}
+	if ticksOnly {
+		t.Logf("ticks alone, %d processes, %d ticks, conns %v: CPU %v (system %v), wall %v per tick", n, ticks, conns,
+			engCPU/time.Duration(ticks), engSys/time.Duration(ticks), engWall/time.Duration(ticks))
+		return
+	}
 	ratio := float64(engCPU) / float64(scanCPU)
 	t.Logf("%d processes in %d groups, %d ticks, FullEvery %d, %d%% changing per tick, conns %v (fd tables read: %.1f per tick), UID and cgroup %v",
 		n, groups, ticks, k, 10, conns, float64(connsRead)/float64(ticks), detail)
@@ -167,6 +189,8 @@ func TestPSSErrorBound(t *testing.T) {
 		engCPU/time.Duration(ticks), fullCPU/time.Duration(ticks), scanCPU/time.Duration(ticks))
 	t.Logf("tick/full ratio (CPU): %.3f against the report's scan, %.3f against the engine's own full walk; wall: %.3f",
 		ratio, float64(engCPU)/float64(fullCPU), float64(engWall)/float64(scanWall))
+	t.Logf("system time (in the kernel): engine %v per tick (%.0f%% of its CPU), report scan %v (%.0f%%)",
+		engSys/time.Duration(ticks), 100*float64(engSys)/float64(engCPU), scanSys/time.Duration(ticks), 100*float64(scanSys)/float64(scanCPU))
 	t.Logf("walks per tick: %.1f of %d processes", float64(walks)/float64(ticks), n)
 	t.Logf("PSS error: max %d KiB per process; mean |error| %.3f%% of PSS; worst host-wide sum %d KiB (%.3f%% of PSS); stale figures %d of %d, bound sum %d KiB per tick",
 		maxErr>>10, 100*float64(sumAbs)/float64(sumTrue), signedMax>>10, 100*float64(signedMax)*float64(ticks)/float64(sumTrue),
@@ -176,6 +200,13 @@ func TestPSSErrorBound(t *testing.T) {
 	if bench && ratio > 0.15 {
 		t.Errorf("tick costs %.3f of a full walk, want <= 0.15", ratio)
 	}
+}
+
+// sysTime is this process's system CPU time.
+func sysTime() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Stime.Nano())
 }
 
 // cpuTime is this process's user+system CPU time.

@@ -62,6 +62,11 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 
 // readOnce is one attempt of read, through rc.tid when it is set.
 func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
+	if rc.rfd >= 0 {
+		if st, ok := e.readKept(w, rc, names); ok {
+			return st
+		}
+	}
 	// A process whose walk was refused last time is read the anchored
 	// way at once, which tries the walk again: holding smaps_rollup
 	// would only be refused a second time.
@@ -135,9 +140,24 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 			return st, true
 		}
 	}
+	rfd := -1
+	if !viaSmaps && !noExe && e.keepRollup(rc) {
+		if rfd = r.TakeHeld(); rfd < 0 {
+			e.kept.Add(-1)
+		}
+	}
 	t0 := time.Now()
-	err = r.RollupHeld(&w.ru)
+	if rfd >= 0 {
+		err = r.RollupFD(rfd, &w.ru)
+	} else {
+		err = r.RollupHeld(&w.ru)
+	}
 	d := time.Since(t0)
+	if rfd >= 0 && err != nil {
+		unix.Close(rfd)
+		e.kept.Add(-1)
+		rfd = -1
+	}
 	switch err {
 	case nil:
 		if viaSmaps {
@@ -149,7 +169,16 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 			return 0, false
 		}
 		e.exact(w, rc, d)
-		return e.confirm(w, rc, stExact), true
+		st := e.confirm(w, rc, stExact)
+		if rfd >= 0 {
+			if st == stExact {
+				rc.rfd = rfd
+			} else {
+				unix.Close(rfd)
+				e.kept.Add(-1)
+			}
+		}
+		return st, true
 	case proc.ErrNoMM:
 		// Kernel threads and zombies have no address space; a process
 		// reaped since the open ends here too.
@@ -158,6 +187,79 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 		return stGone, true
 	}
 	return 0, false
+}
+
+// readKept re-walks a process through the smaps_rollup descriptor kept
+// from an earlier read (record.rfd), read last. The descriptor is bound
+// to the process's address space: a successful read proves that the
+// process lived, without an exec, until then, so every read by path
+// before it saw the same process and no confirm is needed. ok is false
+// when the descriptor no longer reads (the process exited or exec'd
+// since; it is then closed) or the exe link is missing: the caller then
+// reads the usual way.
+func (e *Engine) readKept(w *worker, rc *record, names bool) (st state, ok bool) {
+	if rc.now.Zero() {
+		// statm sees no address space: the process is exiting, or its
+		// main thread exited while others run on. The descriptor,
+		// opened while the leader lived, would still read the threads'
+		// address space; the usual read finds a thread to read through
+		// (toThread) instead.
+		e.dropRollup(rc)
+		return 0, false
+	}
+	r := w.r
+	point(w, rc, false)
+	exeRead := false
+	if names && !e.opt.NoNames {
+		w.exe, w.exeErr = r.Exe(w.link[:0])
+		if w.exeErr == proc.ErrNotExist {
+			e.dropRollup(rc)
+			return 0, false
+		}
+		exeRead = true
+	}
+	if st := e.readRest(w, rc, names, false, false, exeRead); st != stExact {
+		return st, true
+	}
+	t0 := time.Now()
+	err := r.RollupFD(rc.rfd, &w.ru)
+	d := time.Since(t0)
+	if err != nil {
+		e.dropRollup(rc)
+		return 0, false
+	}
+	e.exact(w, rc, d)
+	return stExact, true
+}
+
+// keepRollup says whether a read of rc's process by path should keep its
+// smaps_rollup descriptor for the next walks, and if so takes one from
+// the budget (Engine.keepMax). A descriptor pays for itself only where
+// walks recur: it saves an open and a close (and the statm read of
+// confirm) per walk, and holds a page of kernel memory (the seq_file
+// buffer) while open. So it is kept by incremental samplers for new
+// processes and those walked because they changed; a forced walk drops
+// it when the process has not changed for FullEvery ticks (rewalk).
+func (e *Engine) keepRollup(rc *record) bool {
+	// Only procfs ties a descriptor to its process: in a captured tree,
+	// a file replaced since would still read as it was.
+	if e.opt.OneShot || !e.fs.IsProcfsRoot() || rc.fd < 0 || rc.rfd >= 0 || rc.act == actForced || rc.act == actNone {
+		return false
+	}
+	if e.kept.Add(1) > e.keepMax {
+		e.kept.Add(-1)
+		return false
+	}
+	return true
+}
+
+// dropRollup closes rc's kept smaps_rollup descriptor, if any.
+func (e *Engine) dropRollup(rc *record) {
+	if rc.rfd >= 0 {
+		unix.Close(rc.rfd)
+		rc.rfd = -1
+		e.kept.Add(-1)
+	}
 }
 
 // readAnchored reads a process whose smaps_rollup cannot be read last
@@ -471,6 +573,7 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 		rc.namesDue = rc.due
 	}
 	rc.p = sample.Process{PID: rc.pid}
+	rc.changed = e.tick
 	e.read(w, rc, true, true, now)
 }
 
@@ -479,8 +582,17 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 	names := rc.full || rc.act == actExec || rc.st == stBroken ||
 		rc.act == actForced && e.tick >= rc.namesDue
+	k := uint64(e.opt.FullEvery)
+	if rc.act != actForced {
+		rc.changed = e.tick
+	}
 	e.read(w, rc, names, false, now)
-	rc.due = e.tick + uint64(e.opt.FullEvery)
+	if rc.act == actForced && e.tick >= rc.changed+k {
+		// Unchanged for K ticks: its next walk is likely the next
+		// forced one, which the descriptor would not pay for.
+		e.dropRollup(rc)
+	}
+	rc.due = e.tick + k
 	if names {
 		rc.namesDue = rc.due
 	}
@@ -496,6 +608,7 @@ func (e *Engine) toThread(w *worker, rc *record) bool {
 		return false
 	}
 	w.r.SelectTask(rc.pid, tid)
+	e.dropRollup(rc)
 	switch {
 	case rc.fd >= 0:
 		fd, err := w.r.OpenStatm()

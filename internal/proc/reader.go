@@ -208,6 +208,36 @@ func (r *Reader) readFD(fd int, single bool, limit int) ([]byte, error) {
 	return r.buf[:n], nil
 }
 
+// preadFD reads a file printed in one piece from offset 0 into r.buf, at
+// most limit bytes: for a procfs file, a read at offset 0 prints it anew.
+// A short read ends it, as in readFile.
+func (r *Reader) preadFD(fd int, limit int) ([]byte, error) {
+	n := 0
+	for {
+		if n == len(r.buf) {
+			if len(r.buf) >= limit {
+				return nil, ErrTooLarge
+			}
+			// seq_file hands out the rest of what it printed for a
+			// read at the offset where the last one ended.
+			nb := make([]byte, 2*len(r.buf))
+			copy(nb, r.buf[:n])
+			r.buf = nb
+		}
+		m, err := pread(fd, r.buf[n:], n)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, mapFileErrno(err)
+		}
+		n += m
+		if m == 0 || n < len(r.buf) {
+			return r.buf[:n], nil
+		}
+	}
+}
+
 // Readlink reads the symbolic link name (NUL-terminated, relative to the
 // process directory) into dst[:0] and returns it.
 func (r *Reader) Readlink(name string, dst []byte) ([]byte, error) {
@@ -237,6 +267,14 @@ func openat(dirfd int, path *byte, flags int) (int, error) {
 		}
 		return int(fd), nil
 	}
+}
+
+func pread(fd int, b []byte, off int) (int, error) {
+	n, _, e := syscall.Syscall6(syscall.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
 
 func read(fd int, b []byte) (int, error) {

@@ -38,6 +38,34 @@ func (r *Reader) SmapsRollup(out *Rollup) error {
 	return sumInto(out, b, err, true)
 }
 
+// TakeHeld hands the smaps_rollup descriptor Hold opened over to the
+// caller, who reads it with RollupFD, as many times as it likes, and
+// closes it; it returns -1 when nothing is held. It returns -1 for smaps
+// too: smaps is printed a mapping at a time, and RollupFD reads one piece.
+func (r *Reader) TakeHeld() int {
+	if r.held < 0 || !r.heldSingle {
+		return -1
+	}
+	fd := r.held
+	r.held = -1
+	return fd
+}
+
+// RollupFD reads smaps_rollup through a descriptor kept from an earlier
+// read (TakeHeld) into out, from its start: procfs prints the file again,
+// walking the page tables again, for every read at offset 0, which saves
+// the open and close of reading it by path.
+//
+// The descriptor is bound to the address space it was opened for: once
+// the process has exited or replaced it by an exec, the read fails (the
+// kernel says ESRCH: ErrNoMM) even if the PID names a live process. A
+// successful read therefore also proves the process lived, with the same
+// address space, until the read. Errors are those of SmapsRollup.
+func (r *Reader) RollupFD(fd int, out *Rollup) error {
+	b, err := r.preadFD(fd, MaxSmallFile)
+	return sumInto(out, b, err, true)
+}
+
 // RollupHeld reads the smaps_rollup or smaps that Hold opened into out,
 // with the errors of SmapsRollup.
 func (r *Reader) RollupHeld(out *Rollup) error {
