@@ -40,6 +40,7 @@ func main() {
 	withSnapshot := flag.Bool("snapshot", false, "also read status, cgroup and the exe link of every process")
 	parallel := flag.Int("parallel", 1, "number of goroutines reading files")
 	startup := flag.Bool("startup", false, "read /proc/self/stat and exit (the start-up floor)")
+	held := flag.Bool("held", false, "open each /proc/PID directory once and read its files relative to it, as memwho does so that a reused PID cannot mix two processes")
 	flag.Parse()
 	if *startup {
 		var buf [1024]byte
@@ -93,8 +94,15 @@ func main() {
 				if i >= len(pids) {
 					break
 				}
+				if *held {
+					if err := r.openDir(*root, pids[i]); err != nil {
+						nfail++
+						continue
+					}
+				}
 				n, err := r.read(*root, pids[i], file)
 				if err != nil {
+					r.closeDir()
 					nfail++
 					continue
 				}
@@ -117,6 +125,7 @@ func main() {
 						nb += int64(n)
 					}
 				}
+				r.closeDir()
 			}
 			files.Add(nf)
 			bytes.Add(nb)
@@ -129,10 +138,29 @@ func main() {
 }
 
 // reader reads whole files into one buffer, reusing the path buffer too,
-// so the loop allocates nothing.
+// so the loop allocates nothing. With dir set (-held) it reads relative to
+// that process directory instead of by path from the root.
 type reader struct {
 	buf  []byte
 	path []byte
+	dir  int
+}
+
+func (r *reader) openDir(root string, pid int) error {
+	r.setPath(root, pid, "")
+	fd, err := unix.Open(string(r.path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	r.dir = fd
+	return nil
+}
+
+func (r *reader) closeDir() {
+	if r.dir > 0 {
+		unix.Close(r.dir)
+		r.dir = 0
+	}
 }
 
 func (r *reader) setPath(root string, pid int, file string) {
@@ -144,13 +172,22 @@ func (r *reader) setPath(root string, pid int, file string) {
 }
 
 func (r *reader) readlink(root string, pid int, file string) (int, error) {
+	if r.dir > 0 {
+		return unix.Readlinkat(r.dir, file, r.buf)
+	}
 	r.setPath(root, pid, file)
 	return unix.Readlink(string(r.path), r.buf)
 }
 
 func (r *reader) read(root string, pid int, file string) (int, error) {
-	r.setPath(root, pid, file)
-	fd, err := unix.Open(string(r.path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	var fd int
+	var err error
+	if r.dir > 0 {
+		fd, err = unix.Openat(r.dir, file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	} else {
+		r.setPath(root, pid, file)
+		fd, err = unix.Open(string(r.path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return 0, err
 	}
