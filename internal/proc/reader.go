@@ -178,6 +178,19 @@ func (r *Reader) readHeld() ([]byte, error) {
 // readFD reads fd from its current offset to the end into r.buf, at
 // most limit bytes; see readFile for single.
 func (r *Reader) readFD(fd int, single bool, limit int) ([]byte, error) {
+	return r.readAt(fd, single, limit, -1)
+}
+
+// preadFD reads a file printed in one piece from offset 0 into r.buf, at
+// most limit bytes: for a procfs file, a read at offset 0 prints it anew.
+// A short read ends it, as in readFile.
+func (r *Reader) preadFD(fd int, limit int) ([]byte, error) {
+	return r.readAt(fd, true, limit, 0)
+}
+
+// readAt is readFD (at < 0: from the current offset) and preadFD (at 0:
+// by pread from that offset on, which leaves the file offset alone).
+func (r *Reader) readAt(fd int, single bool, limit, at int) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(r.buf) {
@@ -190,7 +203,13 @@ func (r *Reader) readFD(fd int, single bool, limit int) ([]byte, error) {
 			copy(nb, r.buf[:n])
 			r.buf = nb
 		}
-		m, err := read(fd, r.buf[n:])
+		var m int
+		var err error
+		if at < 0 {
+			m, err = read(fd, r.buf[n:])
+		} else {
+			m, err = pread(fd, r.buf[n:], at+n)
+		}
 		if err == syscall.EINTR {
 			continue
 		}
@@ -206,36 +225,6 @@ func (r *Reader) readFD(fd int, single bool, limit int) ([]byte, error) {
 		}
 	}
 	return r.buf[:n], nil
-}
-
-// preadFD reads a file printed in one piece from offset 0 into r.buf, at
-// most limit bytes: for a procfs file, a read at offset 0 prints it anew.
-// A short read ends it, as in readFile.
-func (r *Reader) preadFD(fd int, limit int) ([]byte, error) {
-	n := 0
-	for {
-		if n == len(r.buf) {
-			if len(r.buf) >= limit {
-				return nil, ErrTooLarge
-			}
-			// seq_file hands out the rest of what it printed for a
-			// read at the offset where the last one ended.
-			nb := make([]byte, 2*len(r.buf))
-			copy(nb, r.buf[:n])
-			r.buf = nb
-		}
-		m, err := pread(fd, r.buf[n:], n)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, mapFileErrno(err)
-		}
-		n += m
-		if m == 0 || n < len(r.buf) {
-			return r.buf[:n], nil
-		}
-	}
 }
 
 // Readlink reads the symbolic link name (NUL-terminated, relative to the
