@@ -134,6 +134,19 @@ func (s *selfStats) countFDs() (int, bool) {
 		return 0, false
 	}
 	defer syscall.Close(fd)
+	// Since Linux 6.2 the directory's size is the number of open
+	// descriptors: one fstat instead of listing them all, which matters
+	// with the engine's held statm and smaps_rollup descriptors (2,000
+	// and more at 1000 processes). Older kernels report 0.
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil && st.Size > 0 {
+		return int(st.Size) - 1, true
+	}
+	return s.listFDs(fd)
+}
+
+// listFDs counts the entries of the /proc/self/fd directory open as fd.
+func (s *selfStats) listFDs(fd int) (int, bool) {
 	n := 0
 	for {
 		m, err := syscall.ReadDirent(fd, s.dirbuf[:])

@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"os"
+	"syscall"
+	"testing"
+)
+
+// TestCountFDsBySize: the fstat size of /proc/self/fd, where the kernel
+// gives it (6.2 and later), counts what listing the directory counts.
+func TestCountFDsBySize(t *testing.T) {
+	var s selfStats
+	fd, err := syscall.Open("/proc/self/fd", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Size == 0 {
+		syscall.Close(fd)
+		t.Skip("this kernel gives /proc/self/fd no size (before 6.2)")
+	}
+	// Open a few more so the count is not trivially small.
+	for range 5 {
+		f, err := os.Open("/dev/null")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
+	listed, ok := s.listFDs(fd)
+	// listFDs leaves out fd, the directory it reads, and countFDs its
+	// own: with fd closed, both count the same set.
+	syscall.Close(fd)
+	if !ok {
+		t.Fatal("listing failed")
+	}
+	got, ok := s.countFDs()
+	if !ok || got != listed {
+		t.Errorf("countFDs = %d, %v; listing gives %d", got, ok, listed)
+	}
+}
