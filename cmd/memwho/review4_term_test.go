@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memwho/memwho/internal/proc/proctest"
+	"github.com/memwho/memwho/internal/term/termtest"
 )
 
 // realMemwho builds memwho (for the tests that need its own main) into
@@ -37,32 +38,6 @@ func realMemwho(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// ptyPair is a new pseudo-terminal of 100×30.
-func ptyPair(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: 100}); err != nil {
-		t.Fatal(err)
-	}
-	return master, slave
 }
 
 // ptyWatch is memwho watch running on a pseudo-terminal.
@@ -99,7 +74,7 @@ func startPtyWatch(t *testing.T, o ptyOpts) *ptyWatch {
 // pseudo-terminal, as the leader of a new session.
 func startPtyCmd(t *testing.T, c *exec.Cmd, o ptyOpts) *ptyWatch {
 	t.Helper()
-	master, slave := ptyPair(t)
+	master, slave := termtest.OpenPTY(t, 100, 30)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)

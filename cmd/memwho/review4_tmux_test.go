@@ -166,16 +166,7 @@ func TestWatchReview4HostileNamesInTmux(t *testing.T) {
 	check("back by pid")
 	t.Logf("the screen:\n%s", s.screen())
 
-	pid := s.format("#{pane_pid}")
-	s.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for s.format("#{pane_dead}") != "1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("memwho did not exit after q:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := exitStatus(t, s, pid, deadline); got != "0" {
+	if got := s.quit(); got != "0" {
 		t.Errorf("exit status %q after q, want 0", got)
 	}
 	if got := s.format("#{alternate_on}"); got != "0" {

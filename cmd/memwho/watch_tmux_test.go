@@ -57,6 +57,22 @@ func (s *tmuxSession) keys(keys ...string) {
 	s.must(append([]string{"send-keys", "-t", "w"}, keys...)...)
 }
 
+// quit presses q, waits (10 s at most) for memwho to exit, and returns
+// its exit status.
+func (s *tmuxSession) quit() string {
+	s.t.Helper()
+	pid := s.format("#{pane_pid}")
+	s.keys("q")
+	deadline := time.Now().Add(10 * time.Second)
+	for s.format("#{pane_dead}") != "1" {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("memwho did not exit after q:\n%s", s.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return exitStatus(s.t, s, pid, deadline)
+}
+
 // waitFor polls the screen until every pattern matches (or, for a
 // pattern starting with "!", does not match), and returns it.
 func (s *tmuxSession) waitFor(what string, patterns ...string) string {
@@ -189,16 +205,7 @@ func TestWatchInTmux(t *testing.T) {
 	}
 	s.waitFor("rows unwrapped at 80", `^ +12\.8 MiB +0 B +0 B +0\.0 .* helper$`, `^ +13\.4 MiB +0 B +total$`)
 
-	pid := s.format("#{pane_pid}")
-	s.keys("q")
-	deadline := time.Now().Add(10 * time.Second)
-	for s.format("#{pane_dead}") != "1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("memwho did not exit after q:\n%s", s.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := exitStatus(t, s, pid, deadline); got != "0" {
+	if got := s.quit(); got != "0" {
 		t.Errorf("exit status %q after q, want 0", got)
 	}
 	// The terminal is left sane: out of the alternate screen, and the

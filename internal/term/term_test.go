@@ -4,38 +4,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// openPTY returns the two ends of a new pseudo-terminal of 100×24.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 100}); err != nil {
-		t.Fatal(err)
-	}
-	return master, slave
-}
+	"github.com/memwho/memwho/internal/term/termtest"
+)
 
 // readN reads n bytes from the terminal's master side. (No deadline:
 // Fd put the file in blocking mode; go test -timeout ends a hang.)
@@ -49,7 +24,7 @@ func readN(t *testing.T, f *os.File, n int) string {
 }
 
 func TestTerminal(t *testing.T) {
-	master, slave := openPTY(t)
+	master, slave := termtest.OpenPTY(t, 100, 24)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +126,7 @@ func TestOpenNotTerminal(t *testing.T) {
 // Restore must not block behind it (it leaves out its own write) and
 // still puts the input's settings back.
 func TestRestoreWhileWriteBlocked(t *testing.T) {
-	_, slave := openPTY(t)
+	_, slave := termtest.OpenPTY(t, 100, 24)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +173,7 @@ func TestRestoreWhileWriteBlocked(t *testing.T) {
 // did not see (SIGSTOP, a shell restoring its own settings) the raw
 // mode and the modes again, without a second title push.
 func TestSuspendContinue(t *testing.T) {
-	master, slave := openPTY(t)
+	master, slave := termtest.OpenPTY(t, 100, 24)
 	before, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	tm, err := Open(slave, slave)
 	if err != nil {
@@ -246,7 +221,7 @@ func TestSuspendContinue(t *testing.T) {
 // review4: the input's descriptor closed under the reader (poll then
 // answers POLLNVAL at once, for ever): Read fails, it does not spin.
 func TestReadClosedInput(t *testing.T) {
-	_, slave := openPTY(t)
+	_, slave := termtest.OpenPTY(t, 100, 24)
 	fd, err := unix.Dup(int(slave.Fd()))
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +257,7 @@ func TestReadClosedInput(t *testing.T) {
 // review4: Suspend's own write blocked (the terminal stopped taking
 // output just then): Restore must not block behind it either.
 func TestRestoreWhileSuspendBlocked(t *testing.T) {
-	_, slave := openPTY(t)
+	_, slave := termtest.OpenPTY(t, 100, 24)
 	tm, err := Open(slave, slave)
 	if err != nil {
 		t.Fatal(err)

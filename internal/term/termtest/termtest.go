@@ -3,10 +3,42 @@
 package termtest
 
 import (
+	"os"
+	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/clipperhouse/displaywidth"
+	"golang.org/x/sys/unix"
 )
+
+// OpenPTY returns the two ends of a new pseudo-terminal of cols×rows,
+// neither of them the test's controlling terminal; both are closed when
+// the test ends. The test is skipped where pseudo-terminals are missing.
+func OpenPTY(t *testing.T, cols, rows uint16) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
 
 // Strip removes the escape sequences from s: CSI (ESC [ … final byte),
 // OSC, DCS, APC, PM and SOS strings (ESC ] … BEL or ESC \), and any
