@@ -248,7 +248,7 @@ func (e *Engine) readKept(w *worker, rc *record, names bool) (st state, ok bool)
 // confirm) per walk, and holds a page of kernel memory (the seq_file
 // buffer) while open. So it is kept by incremental samplers for new
 // processes and those walked because they changed; a forced walk drops
-// it when the process has not changed for FullEvery ticks (rewalk).
+// it (readOnce).
 func (e *Engine) keepRollup(rc *record) bool {
 	// Only procfs ties a descriptor to its process: in a captured tree,
 	// a file replaced since would still read as it was.
