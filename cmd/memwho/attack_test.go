@@ -414,6 +414,7 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	e.checkReview2Attacks(t)
 	e.checkReview3Attacks(t)
 	e.checkReview4Attacks(t)
+	e.checkReview5Attacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

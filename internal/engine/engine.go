@@ -38,9 +38,10 @@
 //     offset 0 (procfs prints it anew, walking the page tables again):
 //     one pread instead of an open, a read, a close and the statm read
 //     that proves the path named the same process (read.go, readKept).
-//     It gives the descriptor back at a forced walk after FullEvery
-//     ticks without a change, when the process exits or execs (the
-//     descriptor stops reading then), and when processes outgrow
+//     It gives the descriptor back at every forced walk and at an exec
+//     statm shows (the descriptor still reads the old address space
+//     while another task shares it), when the process exits or execs
+//     (the descriptor stops reading then), and when processes outgrow
 //     MaxHeld; at most maxKept are kept (each holds a page of kernel
 //     memory).
 //   - When a process appears or exits, its parent is re-walked: a fork

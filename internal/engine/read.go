@@ -62,6 +62,15 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 
 // readOnce is one attempt of read, through rc.tid when it is set.
 func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
+	if rc.rfd >= 0 && (rc.act == actExec || rc.act == actForced) {
+		// The descriptor is bound to an address space, not to the
+		// process: after an exec it still reads the old one while
+		// another task shares it (a CLONE_VM child, a vfork child's
+		// parent). An exec seen in statm, and every forced walk, read
+		// by path again, so an exec statm cannot see is shown wrong
+		// for FullEvery ticks at most.
+		e.dropRollup(rc)
+	}
 	if rc.rfd >= 0 {
 		if st, ok := e.readKept(w, rc, names); ok {
 			return st
@@ -239,7 +248,7 @@ func (e *Engine) readKept(w *worker, rc *record, names bool) (st state, ok bool)
 // confirm) per walk, and holds a page of kernel memory (the seq_file
 // buffer) while open. So it is kept by incremental samplers for new
 // processes and those walked because they changed; a forced walk drops
-// it when the process has not changed for FullEvery ticks (rewalk).
+// it (readOnce).
 func (e *Engine) keepRollup(rc *record) bool {
 	// Only procfs ties a descriptor to its process: in a captured tree,
 	// a file replaced since would still read as it was.
