@@ -104,6 +104,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -114,6 +115,13 @@ import (
 	"github.com/memwho/memwho/internal/sockdiag"
 	"golang.org/x/sys/unix"
 )
+
+// MinFiles is the fewest open files (RLIMIT_NOFILE) New accepts: the
+// standard streams, the Go runtime's poller and cgroup files, the procfs
+// root and two readers' descriptors, with a few to spare. Above it, a
+// read that still runs out of descriptors is retried and, failing that,
+// counted as skipped (sample.Snapshot.Broken), never as a process gone.
+const MinFiles = 16
 
 // Options configures an Engine. The zero value (with FS set) samples
 // every process with exact figures, incrementally.
@@ -159,8 +167,8 @@ type Options struct {
 	// MaxHeld bounds the descriptors kept open between ticks: one statm
 	// descriptor per process first; then, with what that leaves, one
 	// smaps_rollup descriptor per process that changes, at most 1024
-	// (see "How a tick works"). 0 means half of RLIMIT_NOFILE, negative
-	// none; processes beyond it are read by path and checked by start
+	// (see "How a tick works"). 0 means half of RLIMIT_NOFILE (none
+	// when that limit is under 32 plus 3 per worker), negative none; processes beyond it are read by path and checked by start
 	// time.
 	MaxHeld int
 	// Conns counts each process's ESTABLISHED TCP sockets into
@@ -303,6 +311,7 @@ const (
 	stKernel          // kernel thread or zombie: left out
 	stBroken          // stat or status unparsable: left out
 	stGone            // exited (or PID reused) while being read
+	stStarved         // memwho ran out of descriptors or memory: left out, read again as new
 )
 
 // action is what a tick does to a record.
@@ -397,6 +406,14 @@ func New(opt Options) (*Engine, error) {
 	if opt.WalkBudget == 0 {
 		opt.WalkBudget = DefaultWalkBudget
 	}
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur < MinFiles {
+		// The Go runtime has raised the soft limit to the hard one by
+		// now; below this, its own poller and the readers go short, and
+		// a scan would leave most processes out (or the runtime die
+		// making its poller).
+		return nil, fmt.Errorf("the open-file limit (ulimit -n) is %d: a scan needs at least %d", rl.Cur, MinFiles)
+	}
 	fs := opt.FS
 	n := opt.Workers
 	if n <= 0 {
@@ -431,7 +448,19 @@ func New(opt Options) (*Engine, error) {
 	} else if e.maxHeld == 0 {
 		var rl unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+			// Half the limit, and never so much that the readers'
+			// own descriptors (a directory, a file and a kept one
+			// each) and the rest of the process (standard streams,
+			// the procfs root, the runtime's poller, a terminal, the
+			// sock_diag socket, clients) go short: a low limit holds
+			// nothing rather than starve the reads.
+			reserve := 32 + 3*uint64(n)
 			e.maxHeld = int64(rl.Cur / 2)
+			if rl.Cur < reserve {
+				e.maxHeld = -1
+			} else {
+				e.maxHeld = min(e.maxHeld, int64(rl.Cur-reserve))
+			}
 		} else {
 			e.maxHeld = 512
 		}
@@ -587,7 +616,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		rc := &e.recs[i]
 		keep, cause := tally(snap, rc.st)
 		if !keep {
-			if rc.st == stGone {
+			if rc.st == stGone || rc.st == stStarved {
 				e.drop(i)
 			}
 			continue
@@ -629,6 +658,14 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 	for _, i := range e.work {
 		rc := &e.recs[i]
 		switch {
+		case rc.st == stStarved:
+			// Its statm could not be opened or read for want of
+			// descriptors: read it again from scratch in phase 3,
+			// when phase 1's descriptors are closed.
+			e.reset(rc)
+			rc.act = actNew
+			e.walks = append(e.walks, i)
+			continue
 		case rc.act == actNew:
 			if rc.st != stGone && rc.st != stKernel {
 				e.relate(rc.p.PPID, tick)
@@ -807,7 +844,10 @@ func tally(snap *sample.Snapshot, st state) (keep bool, cause sample.Cause) {
 	case stKernel:
 		snap.Kernel++
 		return false, sample.CauseNone
-	case stBroken:
+	case stBroken, stStarved:
+		// A process memwho could not read for want of descriptors is
+		// counted where a user sees it, never as gone: its memory is
+		// missing from the totals.
 		snap.Broken++
 		return false, sample.CauseNone
 	case stDenied:

@@ -53,6 +53,19 @@ func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
 		ow.w.r.Close()
 		procs[j], e.states[j] = rc.p, rc.st
 	})
+	// A process that could not be read for want of descriptors (the
+	// workers' own, or a low RLIMIT_NOFILE) is read once more, alone,
+	// with every other worker's descriptors closed.
+	for j := range procs {
+		if e.states[j] == stStarved {
+			ow := e.once[0]
+			rc := &ow.rc
+			*rc = record{pid: e.pids[j], fd: -1, rfd: -1}
+			e.readNew(ow.w, rc, start)
+			ow.w.r.Close()
+			procs[j], e.states[j] = rc.p, rc.st
+		}
+	}
 	for _, w := range e.workers {
 		e.stats.WalkTime += w.walkTime
 		w.walkTime = 0

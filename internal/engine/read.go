@@ -280,7 +280,7 @@ func (e *Engine) readAnchored(w *worker, rc *record, names, first bool) state {
 	r := w.r
 	statusOnly := e.opt.Fast && first && e.opt.OneShot && !e.opt.NeedStartTime && !e.opt.NeedCgroup
 	if err := point(w, rc, rc.fd < 0 && !statusOnly); err != nil {
-		return stGone
+		return goneOr(err)
 	}
 	st := stEstimate
 	if !e.opt.Fast {
@@ -304,6 +304,8 @@ func (e *Engine) readAnchored(w *worker, rc *record, names, first bool) state {
 			return stKernel
 		case err == proc.ErrGone || err == proc.ErrNotExist:
 			return stGone
+		case err == proc.ErrExhausted:
+			return stStarved
 		case errors.Is(err, proc.ErrMalformed) || errors.Is(err, proc.ErrTooLarge) || errors.Is(err, proc.ErrNotRegular):
 			st = stMalformed
 		default:
@@ -369,7 +371,7 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 		// process checks its statm by path from now on.
 		s, err := r.Statm()
 		if err != nil {
-			return stGone
+			return goneOr(err)
 		}
 		rc.now = s
 	}
@@ -525,7 +527,11 @@ func (e *Engine) check(w *worker, rc *record) {
 		// start time.
 		r := w.r
 		r.Select(rc.pid)
-		if r.Stat(&w.st) != nil || w.st.StartTime != rc.start {
+		if err := r.Stat(&w.st); err != nil {
+			rc.st = goneOr(err)
+			return
+		}
+		if w.st.StartTime != rc.start {
 			rc.st = stGone
 			return
 		}
@@ -536,7 +542,7 @@ func (e *Engine) check(w *worker, rc *record) {
 		}
 		s, err := r.Statm()
 		if err != nil {
-			rc.st = stGone
+			rc.st = goneOr(err)
 			return
 		}
 		rc.now = s
@@ -562,7 +568,7 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 			fd, err := w.r.OpenStatm()
 			if err != nil {
 				e.held.Add(-1)
-				rc.st = stGone
+				rc.st = goneOr(err)
 				return
 			}
 			rc.fd = fd
@@ -724,8 +730,20 @@ func readState(err error) state {
 		return stExact
 	case proc.ErrGone:
 		return stGone
+	case proc.ErrExhausted:
+		return stStarved
 	}
 	return stBroken
+}
+
+// goneOr maps the error of opening or reading a file whose failure ends a
+// process's read: stStarved when memwho ran out of descriptors or
+// memory, which says nothing of the process, else stGone.
+func goneOr(err error) state {
+	if err == proc.ErrExhausted {
+		return stStarved
+	}
+	return stGone
 }
 
 // noteNoRollup records that this kernel has no smaps_rollup, so that

@@ -56,6 +56,11 @@ var (
 	// ErrTooLarge means a file exceeded its size cap (MaxFileSize for
 	// smaps, MaxSmallFile for everything else).
 	ErrTooLarge = errors.New("file too large")
+	// ErrExhausted means memwho itself ran out of something the read
+	// needs (EMFILE, ENFILE: file descriptors; ENOMEM): nothing is known
+	// about the process, which may well live on, and a later read can
+	// succeed.
+	ErrExhausted = errors.New("out of file descriptors or memory")
 	// ErrNotRegular means a path beneath the tree is a symlink, a
 	// directory, a FIFO, a device or a socket where a file was expected.
 	// A real procfs never has one there; a fake tree may, and memwho

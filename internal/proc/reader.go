@@ -287,6 +287,8 @@ func mapErrno(err error, notExist error) error {
 		return ErrDenied
 	case syscall.ENOTDIR:
 		return ErrGone
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM:
+		return ErrExhausted
 	case syscall.EISDIR:
 		// read(2) of a directory: a fake tree with a directory where
 		// a file belongs.

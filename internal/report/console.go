@@ -114,7 +114,7 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
 	}
 	if snap.Broken > 0 {
-		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
+		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be read or parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))
 	}
 }
 

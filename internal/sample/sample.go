@@ -207,7 +207,9 @@ type Snapshot struct {
 	// left out.
 	Kernel int
 	// Broken counts processes left out because a file every process has
-	// (stat, status) could not be parsed.
+	// (stat, status) could not be parsed, or because the sampler ran out
+	// of file descriptors or memory reading them: their memory is
+	// missing from the totals.
 	Broken int
 	// Malformed counts processes whose smaps_rollup could not be parsed
 	// (for example, cut short); their figures are estimates.

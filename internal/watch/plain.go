@@ -57,14 +57,16 @@ type Options struct {
 // opt.Count snapshots, or nil when ctx is cancelled.
 //
 // warn, when not nil, is called with the first snapshot once it is
-// written, for the caller's warnings about estimates.
+// written, for the caller's warnings about estimates, and with every later
+// one that skipped a different, non-zero number of processes.
 func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
 	t := NewTracker(opt.Config, opt.By)
 	t.SetContainers(opt.Containers)
 	var (
-		snap  sample.Snapshot
-		buf   []byte
-		start time.Time
+		snap   sample.Snapshot
+		buf    []byte
+		start  time.Time
+		broken int
 	)
 	for i := 0; opt.Count <= 0 || i < opt.Count; i++ {
 		if i > 0 {
@@ -92,9 +94,13 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		if i == 0 && warn != nil {
-			warn(&snap) // after the table, as the report does
+		if warn != nil && (i == 0 || snap.Broken > 0 && snap.Broken != broken) {
+			// After the table, as the report does; again whenever a
+			// snapshot leaves out a different number of processes,
+			// whose memory its totals then miss.
+			warn(&snap)
 		}
+		broken = snap.Broken
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,3 +87,35 @@ func TestRunPlainStops(t *testing.T) {
 type errSampler struct{}
 
 func (errSampler) Scan(*sample.Snapshot) error { return os.ErrNotExist }
+
+// brokenSampler is seqSampler with Broken set from a list, one per scan.
+type brokenSampler struct {
+	seqSampler
+	broken []int
+}
+
+func (s *brokenSampler) Scan(snap *sample.Snapshot) error {
+	n := s.n
+	s.seqSampler.Scan(snap)
+	snap.Broken = s.broken[n]
+	return nil
+}
+
+// TestRunPlainWarnsSkipped: the caller's warnings follow the first
+// snapshot, and every later one that leaves out a different, non-zero
+// number of processes (a low open-file limit, unparsable files), whose
+// memory the totals then miss; a steady count is not repeated.
+func TestRunPlainWarnsSkipped(t *testing.T) {
+	s := &brokenSampler{seqSampler: seqSampler{procs: []proc{{pid: 1, name: "a", ram: constant(1 << 20)}}},
+		broken: []int{0, 0, 3, 3, 0, 2, 5}}
+	var warned []int
+	var out bytes.Buffer
+	err := RunPlain(context.Background(), &out, s, Options{Interval: time.Millisecond, Count: len(s.broken)},
+		func(snap *sample.Snapshot) { warned = append(warned, snap.Broken) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 3, 2, 5}; !slices.Equal(warned, want) {
+		t.Errorf("warned with Broken %v, want %v", warned, want)
+	}
+}
