@@ -353,7 +353,11 @@ type record struct {
 	// changed is the last tick the process was walked for a reason
 	// other than FullEvery (new, statm moved, a child came or went).
 	changed uint64
-	risk    risk // how far a stale figure can move (bound.go)
+	// byPath is the last tick the process was read by path (not
+	// through rfd): what bounds how long an exec statm cannot see
+	// shows the old address space (see readOnce).
+	byPath uint64
+	risk   risk // how far a stale figure can move (bound.go)
 
 	// nameParent is the parent's Exe that p.Name was computed with.
 	nameParent string

@@ -62,13 +62,16 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 
 // readOnce is one attempt of read, through rc.tid when it is set.
 func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
-	if rc.rfd >= 0 && (rc.act == actExec || rc.act == actForced) {
+	if rc.rfd >= 0 && (rc.act == actExec || rc.act == actForced || e.tick >= rc.byPath+uint64(e.opt.FullEvery)) {
 		// The descriptor is bound to an address space, not to the
 		// process: after an exec it still reads the old one while
 		// another task shares it (a CLONE_VM child, a vfork child's
-		// parent). An exec seen in statm, and every forced walk, read
-		// by path again, so an exec statm cannot see is shown wrong
-		// for FullEvery ticks at most.
+		// parent). An exec seen in statm, every forced walk, and any
+		// walk FullEvery ticks after the last read by path read by
+		// path again, so an exec statm cannot see (the same program
+		// again) is shown wrong for FullEvery ticks at most, however
+		// often its statm moves (each move is a walk, which puts the
+		// forced one off).
 		e.dropRollup(rc)
 	}
 	if rc.rfd >= 0 {
@@ -76,6 +79,7 @@ func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
 			return st
 		}
 	}
+	rc.byPath = e.tick
 	// A process whose walk was refused last time is read the anchored
 	// way at once, which tries the walk again: holding smaps_rollup
 	// would only be refused a second time.
@@ -608,6 +612,11 @@ func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 		e.dropRollup(rc)
 	}
 	rc.due = e.tick + k
+	if rc.rfd >= 0 {
+		// A walk through the kept descriptor does not put off the
+		// next read by path (see readOnce).
+		rc.due = min(rc.due, rc.byPath+k)
+	}
 	if names {
 		rc.namesDue = rc.due
 	}

@@ -21,7 +21,8 @@ import (
 // cloneVMExec is a process that touches 64 MiB, shares its address
 // space with a child (clone with CLONE_VM, without CLONE_THREAD: what a
 // vfork child or a posix_spawn does for a moment), prints "r", and execs
-// argv[1] when told to (itself without arguments: it then just waits).
+// argv[1] when told to (itself without arguments: it then just waits;
+// with the one argument "grow": it touches 64 KiB more every 5 ms).
 // The child keeps the old address space alive after
 // the exec.
 const cloneVMExec = `#define _GNU_SOURCE
@@ -34,6 +35,8 @@ static char stack[65536];
 static int child(void *a) { for (;;) pause(); return 0; }
 int main(int argc, char **argv) {
 	if (argc < 2) for (;;) pause();
+	if (argc == 2 && strcmp(argv[1], "grow") == 0)
+		for (;;) { memset(malloc(64 << 10), 2, 64 << 10); usleep(5000); }
 	size_t n = 64 << 20;
 	char *p = malloc(n);
 	memset(p, 1, n);
@@ -61,10 +64,18 @@ func TestReview5KeptRollupSharedMM(t *testing.T) {
 	}
 	// An exec that statm sees (the text size changes): read by path at
 	// once.
-	t.Run("other program", func(t *testing.T) { sharedMMExec(t, bin, sleep, "sleep", 0) })
+	t.Run("other program", func(t *testing.T) { sharedMMExec(t, bin, []string{sleep, "600"}, "sleep", 0, 0) })
 	// The same program again: statm's text does not move, only a
 	// forced walk reads by path again, within FullEvery ticks.
-	t.Run("same program", func(t *testing.T) { sharedMMExec(t, bin, bin, "", 4) })
+	t.Run("same program", func(t *testing.T) { sharedMMExec(t, bin, []string{bin}, "", 4, 0) })
+	// The same program, whose statm then moves at every tick: each
+	// move is a walk, which puts off the forced one, and each such walk
+	// may go through the kept descriptor; still by path again within
+	// FullEvery ticks of the last read by path (a CI run under load
+	// found the program's own start-up moving statm twice).
+	t.Run("same program, statm moving", func(t *testing.T) {
+		sharedMMExec(t, bin, []string{bin, "grow"}, "", 4, 20*time.Millisecond)
+	})
 }
 
 func buildCloneVM(t *testing.T) string {
@@ -84,14 +95,10 @@ func buildCloneVM(t *testing.T) string {
 	return bin
 }
 
-// sharedMMExec runs bin, which execs prog (name: its task name, "" for
+// sharedMMExec runs bin, which execs args (name: the task name, "" for
 // bin itself) while its clone keeps the old address space, and wants the
-// exec'd process's own figures within late ticks.
-func sharedMMExec(t *testing.T, bin, prog, name string, late int) {
-	args := []string{prog}
-	if name != "" {
-		args = append(args, "600")
-	}
+// exec'd process's own figures within late ticks, gap apart.
+func sharedMMExec(t *testing.T, bin string, args []string, name string, late int, gap time.Duration) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, _ := cmd.StdinPipe()
@@ -122,7 +129,7 @@ func sharedMMExec(t *testing.T, bin, prog, name string, late int) {
 	} else {
 		for i := 0; ; i++ {
 			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if strings.Count(string(b), "\x00") == 1 {
+			if strings.Count(string(b), "\x00") == len(args) {
 				break
 			}
 			if i == 500 {
@@ -131,7 +138,9 @@ func sharedMMExec(t *testing.T, bin, prog, name string, late int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	moved := 0
 	for tick := range late + k + 1 {
+		time.Sleep(gap)
 		if err := e.Scan(&snap); err != nil {
 			t.Fatal(err)
 		}
@@ -142,6 +151,12 @@ func sharedMMExec(t *testing.T, bin, prog, name string, late int) {
 		if tick >= late && p.RAM > 16<<20 {
 			t.Errorf("tick %d after the exec: shown with %d bytes of RAM: the old address space, read through the kept descriptor", tick, p.RAM)
 		}
+		if e.Stats().Changed > 0 {
+			moved++
+		}
+	}
+	if gap > 0 && moved < k {
+		t.Errorf("statm moved in %d of %d ticks: the test did not put off the forced walk", moved, late+k+1)
 	}
 }
 
