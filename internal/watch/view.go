@@ -207,6 +207,11 @@ func (m Model) titleLine() string {
 		if n := info.Total.Estimated; n > 0 {
 			p += " " + m.st.render(m.st.warn, "("+strconv.Itoa(n)+plural(n, " estimate", " estimates")+" ~)")
 		}
+		if n := info.Broken; n > 0 {
+			// Left out (unparsable, or memwho short of descriptors):
+			// the totals miss their memory.
+			p += " " + m.st.render(m.st.warn, "("+strconv.Itoa(n)+" skipped)")
+		}
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "  ")

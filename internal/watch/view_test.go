@@ -334,3 +334,19 @@ func TestViewExtremeSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestTitleSkipped: processes a scan left out (Broken: unparsable, or
+// memwho short of file descriptors) are counted on the title line, since
+// the totals miss their memory; none, nothing is said.
+func TestTitleSkipped(t *testing.T) {
+	m := testModel(t, 120, 30, 2, Options{})
+	if l := m.titleLine(); strings.Contains(l, "skipped") {
+		t.Errorf("title %q says skipped with none", l)
+	}
+	s := snapshot(2, time.Second, testProcs)
+	s.Broken = 3
+	m.Add(s)
+	if l := m.titleLine(); !strings.Contains(l, "processes (1 estimate ~) (3 skipped)") {
+		t.Errorf("title %q, want the 3 skipped counted", l)
+	}
+}
