@@ -37,7 +37,11 @@
 # PRIVATE=1MiB FILE_SHARED=4MiB (per load process / one shared file),
 # SERVE_FLAGS (extra flags for memwho serve), REPORTS=5, TOP=830,
 # SCRAPES=40 (latency scrapes, one every SCRAPE_EVERY=2.5 s), MEMWHO_BIN
-# (use this binary instead of building ./cmd/memwho), BASE_BIN, BASE_REV.
+# (use this binary instead of building ./cmd/memwho), BASE_BIN, BASE_REV,
+# ROUNDS=1 (overhead: this tree's agent and BASE_BIN's, alternated, on the
+# same load processes). With perf installed, CPU is perf stat's
+# task-clock (the agent's over the window; each report's), else clock
+# ticks.
 set -euo pipefail
 
 SECTIONS=${SECTIONS:-"engine sockdiag load overhead"}
@@ -54,6 +58,7 @@ SCRAPE_EVERY=${SCRAPE_EVERY:-2.5}
 MEMWHO_BIN=${MEMWHO_BIN:-}
 BASE_BIN=${BASE_BIN:-}
 BASE_REV=${BASE_REV:-}
+ROUNDS=${ROUNDS:-1}
 
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
@@ -267,8 +272,10 @@ if section overhead; then
 	fi
 	go build -trimpath -o "$TMP/memwho-load" ./cmd/memwho-load
 	start_load "$TMP/memwho-load" "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP"
-	serve_run "$TMP/memwho" "this tree"
-	if [[ -n $BASE_BIN ]]; then
-		serve_run "$BASE_BIN" "BASE_BIN"
-	fi
+	for round in $(seq "$ROUNDS"); do
+		serve_run "$TMP/memwho" "this tree, round $round"
+		if [[ -n $BASE_BIN ]]; then
+			serve_run "$BASE_BIN" "BASE_BIN, round $round"
+		fi
+	done
 fi
