@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,5 +239,170 @@ func TestReview6StarvedStep(t *testing.T) {
 		if fired == 0 {
 			t.Errorf("%s: the fault never fired in any mode: the row tests nothing", row.name)
 		}
+	}
+}
+
+// TestReview6StarvedChildRelatesParent: a new child whose first read
+// runs out of descriptors in phase 1 and succeeds in phase 3 still has
+// its parent walked in the same tick, as a child read in phase 1 does:
+// a fork shares the parent's pages copy-on-write without moving its
+// statm, and an unwalked parent would count them whole for FullEvery
+// ticks (double counting them with the child, below the bound's
+// PrivateAnon floor).
+func TestReview6StarvedChildRelatesParent(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	// The parent waits on its child: its statm stays still, so only
+	// the child's coming can walk it.
+	cmd := exec.Command(sh, "-c", "sleep 600 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	parent := cmd.Process.Pid
+	child := 0
+	for i := 0; child == 0; i++ {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			c, _ := strconv.Atoi(f[0])
+			if b, _ := os.ReadFile("/proc/" + f[0] + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+				child = c
+			}
+		}
+		if i == 500 {
+			t.Fatal("no child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	cp := strconv.Itoa(child) + "/"
+	for _, mode := range []struct {
+		name string
+		opt  Options
+	}{{"held", Options{}}, {"by path", Options{MaxHeld: -1}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			opt := mode.opt
+			opt.FS, opt.PIDs, opt.FullEvery, opt.WalkBudget = fstest.Open(t, "/proc"), []int{parent, child}, 1<<20, -1
+			e := newEngine(t, opt)
+			var snap sample.Snapshot
+			// Tick 1: every open of the child's fails; it is
+			// skipped (and dropped: read as new next tick).
+			restore := proc.SetFault(func(op, path string) syscall.Errno {
+				if op == "open" && (strings.HasPrefix(path, cp) || path == cp[:len(cp)-1]) {
+					return syscall.EMFILE
+				}
+				return 0
+			})
+			err := e.Scan(&snap)
+			restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Procs) != 1 || snap.Broken != 1 || snap.Gone != 0 {
+				t.Fatalf("tick 1: %d listed, %d skipped, %d gone; want the parent, the child skipped", len(snap.Procs), snap.Broken, snap.Gone)
+			}
+			// Tick 2: the child's first open fails (phase 1), the
+			// next succeeds (phase 3).
+			f := &onceFault{op: "open", want: []string{cp + "*"}, errno: syscall.EMFILE, fired: map[string]bool{}}
+			restore = proc.SetFault(f.fault)
+			err = e.Scan(&snap)
+			restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.n != 1 {
+				t.Fatalf("tick 2: %d opens failed, want 1", f.n)
+			}
+			if len(snap.Procs) != 2 || snap.Broken != 0 {
+				t.Fatalf("tick 2: %d listed, %d skipped; want both listed", len(snap.Procs), snap.Broken)
+			}
+			for i, d := range e.Details() {
+				if d.PID == parent && !d.Walked {
+					t.Errorf("tick 2: the parent was not walked for its child's first read (stats %+v)", e.Stats())
+				}
+				if d.PID == child && !d.Walked {
+					t.Errorf("tick 2: the child %d not walked", snap.Procs[i].PID)
+				}
+			}
+		})
+	}
+}
+
+// TestReview6ConnsStarved: an fd table that cannot be read for want of
+// descriptors counts unreadable (ConnsDenied), never 0 connections
+// silently, and is read again at the next tick, in the incremental
+// counter and in a report's CountConns.
+func TestReview6ConnsStarved(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c, s)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	const want = 4
+	fdPath := strconv.Itoa(os.Getpid()) + "/fd"
+	starve := func(op, path string) syscall.Errno {
+		if op == "open" && path == fdPath {
+			return syscall.EMFILE
+		}
+		return 0
+	}
+	for _, oneshot := range []bool{false, true} {
+		t.Run("oneshot="+strconv.FormatBool(oneshot), func(t *testing.T) {
+			e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{os.Getpid()}, Conns: true, OneShot: oneshot})
+			for tick := 1; tick <= 3; tick++ {
+				var snap sample.Snapshot
+				restore := func() {}
+				if tick == 1 {
+					restore = proc.SetFault(starve)
+				}
+				err := e.Scan(&snap)
+				restore()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if oneshot {
+					// A report counts connections after the scan.
+					restore := func() {}
+					if tick == 1 {
+						restore = proc.SetFault(starve)
+					}
+					denied, err := CountConns(fstest.Open(t, "/proc"), &snap)
+					restore()
+					if err != nil {
+						t.Skip(err)
+					}
+					e.stats.ConnsDenied = denied
+				}
+				if len(snap.Procs) != 1 || !snap.ConnsOK {
+					t.Skipf("procs %d, ConnsOK %v (%v)", len(snap.Procs), snap.ConnsOK, e.Stats().ConnsErr)
+				}
+				got, denied := snap.Procs[0].Conns, e.Stats().ConnsDenied
+				switch {
+				case tick == 1 && (got != want && denied == 0):
+					t.Errorf("tick 1, fd table starved: %d connections, %d unreadable; want %d or counted unreadable", got, denied, want)
+				case tick > 1 && (got != want || denied != 0):
+					t.Errorf("tick %d: %d connections, %d unreadable; want %d, none", tick, got, denied, want)
+				}
+			}
+		})
 	}
 }
