@@ -406,3 +406,87 @@ func TestReview6ConnsStarved(t *testing.T) {
 		})
 	}
 }
+
+// TestReview6KeptRollupStarved: a process whose statm moves at every
+// tick is walked through its kept smaps_rollup descriptor, while reads
+// run out of descriptors now and then (the by-path smaps_rollup open
+// whose read would renew the descriptor, the names' files, statm). No
+// starved read may let the kept descriptor outlive FullEvery ticks after
+// the last read by path (an exec statm cannot see would be shown with
+// the old address space longer), nor count the process gone, nor leak a
+// descriptor or the kept/held counts.
+func TestReview6KeptRollupStarved(t *testing.T) {
+	bin := buildCloneVM(t)
+	cmd := exec.Command(bin, "grow")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.Count(string(b), "\x00") == 2 {
+			break
+		}
+		if i == 500 {
+			t.Fatal("helper did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fds := func() int {
+		ents, _ := os.ReadDir("/proc/self/fd")
+		return len(ents)
+	}
+	fs := fstest.Open(t, "/proc")
+	before := fds()
+	const k = 3
+	e, err := New(Options{FS: fs, PIDs: []int{pid}, FullEvery: k, WalkBudget: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strconv.Itoa(pid) + "/"
+	steps := [][]string{nil, {p + "smaps_rollup"}, {p + "comm", p + "exe"}, {p + "statm"}, {p + "smaps_rollup", p + "stat"}}
+	kept := 0
+	for tick := 1; tick <= 24; tick++ {
+		time.Sleep(20 * time.Millisecond)
+		f := &onceFault{op: "open", want: steps[tick%len(steps)], errno: syscall.EMFILE, fired: map[string]bool{}}
+		if tick%7 == 0 {
+			f.op, f.want, f.errno = "statm", []string{""}, syscall.ENOMEM
+		}
+		restore := proc.SetFault(f.fault)
+		var snap sample.Snapshot
+		err := e.Scan(&snap)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Gone != 0 || snap.Kernel != 0 || len(snap.Procs)+snap.Broken != 1 {
+			t.Errorf("tick %d: %d listed, %d skipped, %d gone, %d kernel", tick, len(snap.Procs), snap.Broken, snap.Gone, snap.Kernel)
+		}
+		n, held := 0, 0
+		for i := range e.recs {
+			rc := &e.recs[i]
+			if rc.fd >= 0 {
+				held++
+			}
+			if rc.rfd < 0 {
+				continue
+			}
+			n++
+			kept++
+			if e.tick-rc.byPath >= k {
+				t.Errorf("tick %d: descriptor kept %d ticks after the last read by path (FullEvery %d)", tick, e.tick-rc.byPath, k)
+			}
+		}
+		if int64(n) != e.kept.Load() || int64(held) != e.held.Load() {
+			t.Errorf("tick %d: %d kept, %d held; counts say %d, %d", tick, n, held, e.kept.Load(), e.held.Load())
+		}
+	}
+	if kept == 0 {
+		t.Error("no descriptor was ever kept: the test tests nothing")
+	}
+	e.Close()
+	if after := fds(); after != before {
+		t.Errorf("%d descriptors open after Close, %d before", after, before)
+	}
+}
