@@ -667,7 +667,11 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 		case rc.st == stStarved:
 			// Its statm could not be opened or read for want of
 			// descriptors: read it again from scratch in phase 3,
-			// when phase 1's descriptors are closed.
+			// when phase 1's descriptors are closed. Its process
+			// may have exited meanwhile (the PID reused), which
+			// frees the pages it shared with its parent: the
+			// parent is walked too, as for stGone (review6).
+			e.relate(rc.p.PPID, tick)
 			e.reset(rc)
 			rc.act = actNew
 			e.walks = append(e.walks, i)

@@ -490,3 +490,182 @@ func TestReview6KeptRollupStarved(t *testing.T) {
 		t.Errorf("%d descriptors open after Close, %d before", after, before)
 	}
 }
+
+// TestReview6StarvedKnownRelatesParent: a known process whose statm read
+// fails for want of memory may have exited with its PID reused (nothing
+// says it did not), which frees the pages it shared with its parent
+// copy-on-write; the parent is walked in that tick, as for a process seen
+// gone. Before, it kept the figures from before the exit (its shared
+// pages counted half) until its forced walk.
+func TestReview6StarvedKnownRelatesParent(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", "sleep 600 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	parent := cmd.Process.Pid
+	child := 0
+	for i := 0; child == 0; i++ {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if b, _ := os.ReadFile("/proc/" + f[0] + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+				child, _ = strconv.Atoi(f[0])
+			}
+		}
+		if i == 500 {
+			t.Fatal("no child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	// One reader: statm descriptors are read in PID order, the child's
+	// is the nth.
+	nth := 0
+	if child > parent {
+		nth = 1
+	}
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{parent, child}, FullEvery: 1 << 20, WalkBudget: -1, Workers: 1})
+	var snap sample.Snapshot
+	if err := e.Scan(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Procs) != 2 {
+		t.Fatalf("tick 1: %d listed, want 2", len(snap.Procs))
+	}
+	var mu sync.Mutex
+	calls := 0
+	restore := proc.SetFault(func(op, path string) syscall.Errno {
+		if op != "statm" {
+			return 0
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == nth+1 {
+			return syscall.ENOMEM
+		}
+		return 0
+	})
+	err = e.Scan(&snap)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Procs) != 2 || snap.Gone != 0 {
+		t.Fatalf("tick 2: %d listed, %d gone; want both listed", len(snap.Procs), snap.Gone)
+	}
+	for _, d := range e.Details() {
+		if !d.Walked {
+			t.Errorf("tick 2: PID %d not walked (parent %d, child %d, starved statm); stats %+v", d.PID, parent, child, e.Stats())
+		}
+	}
+}
+
+// TestReview6StarvedReusedPIDRelatesParent (root: ns_last_pid): a
+// process read by path (beyond MaxHeld) exits and its PID goes to
+// another program, another parent's child; the tick that checks the old
+// record runs out of descriptors opening its stat, so nothing tells the
+// exit from a live process. The old process's parent, whose pages it no
+// longer shares, is walked in that tick, as when the exit is seen; before,
+// it kept its figures from before the exit until its forced walk.
+func TestReview6StarvedReusedPIDRelatesParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to reuse a PID (ns_last_pid)")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	// The parent waits on two children; one of them exits.
+	cmd := exec.Command(sh, "-c", "sleep 600 & sleep 601 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	parent := cmd.Process.Pid
+	var kids []int
+	for i := 0; len(kids) < 2; i++ {
+		kids = kids[:0]
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if b, _ := os.ReadFile("/proc/" + f + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+				c, _ := strconv.Atoi(f)
+				kids = append(kids, c)
+			}
+		}
+		if i == 500 {
+			t.Fatal("no children")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, k := range kids {
+		t.Cleanup(func() { syscall.Kill(k, syscall.SIGKILL) })
+	}
+	child := kids[0]
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{parent, child}, MaxHeld: -1, FullEvery: 1 << 20, WalkBudget: -1})
+	var snap sample.Snapshot
+	if err := e.Scan(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Procs) != 2 {
+		t.Fatalf("tick 1: %d listed, want 2", len(snap.Procs))
+	}
+	// The child exits (its parent reaps it) and its PID goes to a sleep
+	// of this test's.
+	syscall.Kill(child, syscall.SIGKILL)
+	for i := 0; ; i++ {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(child)); err != nil {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the child was not reaped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var b *exec.Cmd
+	for range 50 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(child-1)), 0); err != nil {
+			t.Skipf("ns_last_pid: %v", err)
+		}
+		c := exec.Command(sleep, "600")
+		if err := c.Start(); err != nil {
+			t.Skip(err)
+		}
+		if c.Process.Pid == child {
+			b = c
+			break
+		}
+		c.Process.Kill()
+		c.Wait()
+	}
+	if b == nil {
+		t.Skip("the PID was not reused")
+	}
+	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+	f := &onceFault{op: "open", want: []string{"=" + strconv.Itoa(child) + "/stat"}, errno: syscall.EMFILE, fired: map[string]bool{}}
+	restore := proc.SetFault(f.fault)
+	err = e.Scan(&snap)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.n != 1 {
+		t.Fatalf("the stat open failed %d times, want 1", f.n)
+	}
+	if snap.Gone != 0 || len(snap.Procs) != 2 {
+		t.Fatalf("tick 2: %d listed, %d gone, %d skipped; want the parent and the new sleep", len(snap.Procs), snap.Gone, snap.Broken)
+	}
+	for _, d := range e.Details() {
+		if d.PID == parent && !d.Walked {
+			t.Errorf("tick 2: the parent of the exited child was not walked; stats %+v", e.Stats())
+		}
+	}
+}
