@@ -415,6 +415,7 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 	e.checkReview3Attacks(t)
 	e.checkReview4Attacks(t)
 	e.checkReview5Attacks(t)
+	e.checkReview6Attacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

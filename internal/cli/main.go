@@ -10,9 +10,14 @@ import (
 	"syscall"
 )
 
-// Main runs a command's dispatch with a context that SIGINT and SIGTERM
-// cancel, and exits with its code.
+// Main starts the runtime's poller (StartPoller), then runs a command's
+// dispatch with a context that SIGINT and SIGTERM cancel, and exits with
+// its code.
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	if err := StartPoller(); err != nil {
+		fmt.Fprintf(os.Stderr, "memwho: error: %s\n", OneLine(err.Error()))
+		os.Exit(ExitFailure)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -243,8 +243,8 @@ type Stats struct {
 	// (Options.Conns); Process.Conns is then not valid.
 	ConnsErr error
 	// ConnsDenied counts processes whose /proc/PID/fd could not be
-	// read (another user's process without CAP_DAC_READ_SEARCH): they
-	// count 0 connections.
+	// read (another user's process without CAP_DAC_READ_SEARCH, or
+	// memwho out of descriptors or memory): they count 0 connections.
 	ConnsDenied int
 	// ConnsRead counts the processes whose /proc/PID/fd was read this
 	// tick (see connCounter: the others kept their socket lists).
@@ -288,6 +288,7 @@ type Engine struct {
 	dirbuf  []byte
 	work    []int32 // records listed this tick, in listing order
 	walks   []int32
+	late    []int32 // parents re-walked after phase 3 (relateLate)
 	details []Detail
 	stats   Stats
 	meminfo proc.Meminfo
@@ -595,6 +596,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 			}
 			e.rewalk(w, rc, start)
 		})
+		e.relateLate(tick, start)
 	}
 	for _, w := range e.workers {
 		e.stats.WalkTime += w.walkTime
@@ -665,7 +667,11 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 		case rc.st == stStarved:
 			// Its statm could not be opened or read for want of
 			// descriptors: read it again from scratch in phase 3,
-			// when phase 1's descriptors are closed.
+			// when phase 1's descriptors are closed. Its process
+			// may have exited meanwhile (the PID reused), which
+			// frees the pages it shared with its parent: the
+			// parent is walked too, as for stGone (review6).
+			e.relate(rc.p.PPID, tick)
 			e.reset(rc)
 			rc.act = actNew
 			e.walks = append(e.walks, i)
@@ -744,6 +750,39 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 		}
 	}
 
+}
+
+// relateLate re-walks the parents of the processes phase 3 read as new
+// (a record starved in phase 1, or a PID reused): plan ran before their
+// parents were known. review6: a process whose first read ran out of
+// descriptors in phase 1 and succeeded in phase 3 left its parent
+// unwalked after the fork, its pages now shared copy-on-write counted
+// whole in the parent and again in the child, for up to FullEvery ticks
+// and below the bound's PrivateAnon floor. A tick without such a read
+// costs one pass over e.walks.
+func (e *Engine) relateLate(tick uint64, start time.Time) {
+	e.late = e.late[:0]
+	for _, i := range e.walks {
+		rc := &e.recs[i]
+		if rc.act != actNew || !rc.walked || rc.p.PPID <= 0 {
+			continue
+		}
+		j, ok := e.byPID[rc.p.PPID]
+		if !ok {
+			continue
+		}
+		pr := &e.recs[j]
+		if pr.seen != tick || pr.act != actNone || pr.deferred || pr.walked || pr.st > stMalformed {
+			continue
+		}
+		pr.act = actRelated
+		e.late = append(e.late, j)
+		e.stats.Related++
+	}
+	if len(e.late) > 0 {
+		// Only then: the closure would allocate at every tick.
+		e.parallel(e.late, func(w *worker, rc *record) { e.rewalk(w, rc, start) })
+	}
 }
 
 // relate marks the record of pid (a parent) for a re-walk this tick.

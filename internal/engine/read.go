@@ -37,11 +37,20 @@ import (
 func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 	w.threads = -1
 	st := e.readOnce(w, rc, names, first)
-	if st == stKernel && rc.tid == 0 && e.toThread(w, rc) {
+	if st == stKernel && rc.tid == 0 {
 		// A kernel thread or zombie, or a process whose main thread
 		// exited while others run on: read it through one of them
 		// from now on.
-		st = e.readOnce(w, rc, names, first)
+		switch e.toThread(w, rc) {
+		case stExact:
+			st = e.readOnce(w, rc, names, first)
+		case stStarved:
+			// review6: listing its threads or opening the
+			// thread's statm ran out of descriptors. Left a
+			// kernel thread, the process was dropped unwarned,
+			// and for good: a kernel thread is never read again.
+			st = stStarved
+		}
 	}
 	if names {
 		rc.namesRead = true
@@ -337,7 +346,7 @@ func (e *Engine) exact(w *worker, rc *record, d time.Duration) {
 func (e *Engine) confirm(w *worker, rc *record, st state) state {
 	if rc.fd >= 0 {
 		if _, err := proc.ReadStatmFD(rc.fd, w.buf[:]); err != nil {
-			return stGone
+			return goneOr(err)
 		}
 	}
 	return st
@@ -406,6 +415,11 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 		if !exeRead {
 			w.exe, w.exeErr = r.Exe(w.link[:0])
 		}
+		if w.exeErr == proc.ErrExhausted {
+			// review6: without the link the name comes from
+			// argv[0], which the process writes itself.
+			return stStarved
+		}
 		if w.exeErr == nil {
 			base, deleted := sample.ExeBase(w.exe)
 			p.Exe, p.ExeDeleted = w.intern(base), deleted
@@ -432,6 +446,10 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 		case proc.ErrGone:
 			// Exited while being read.
 			return stGone
+		case proc.ErrExhausted:
+			// review6: shown with its task name instead, until
+			// its names are read again (FullEvery ticks).
+			return stStarved
 		}
 	} else if sample.IsInterpreter(p.Exe) {
 		cl, err := r.Cmdline()
@@ -440,6 +458,9 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 			p.Script = w.intern(sample.ScriptOf(p.Exe, cl))
 		case proc.ErrGone:
 			return stGone
+		case proc.ErrExhausted:
+			// review6: shown as the interpreter, not the script.
+			return stStarved
 		}
 	}
 	return e.readCgroup(w, p)
@@ -503,12 +524,19 @@ func (e *Engine) readStatus(w *worker, p *sample.Process, comm, estimate bool) s
 	return stExact
 }
 
-// readCgroup fills Cgroup when asked for. It always returns stExact (go
-// on): a missing cgroup file leaves the group empty, it drops nothing.
+// readCgroup fills Cgroup when asked for. It returns stExact (go on):
+// a missing cgroup file leaves the group empty, it drops nothing; but
+// stStarved when memwho ran out of descriptors or memory reading it
+// (review6: the process was shown in no cgroup, its memory missing from
+// its unit's or container's, until its names were read again).
 func (e *Engine) readCgroup(w *worker, p *sample.Process) state {
 	if e.opt.NeedCgroup {
 		p.Cgroup, p.SystemdCgroup = "", ""
-		if cg, sd, err := w.r.CgroupPaths(); err == nil {
+		cg, sd, err := w.r.CgroupPaths()
+		if err == proc.ErrExhausted {
+			return stStarved
+		}
+		if err == nil {
 			p.Cgroup = w.intern(cg)
 			p.SystemdCgroup = p.Cgroup
 			if string(sd) != p.Cgroup {
@@ -524,7 +552,7 @@ func (e *Engine) check(w *worker, rc *record) {
 	if rc.fd >= 0 {
 		s, err := proc.ReadStatmFD(rc.fd, w.buf[:])
 		if err != nil {
-			rc.st = stGone
+			rc.st = goneOr(err)
 			return
 		}
 		rc.now = s
@@ -580,7 +608,7 @@ func (e *Engine) readNew(w *worker, rc *record, now time.Time) {
 			rc.fd = fd
 			s, err := proc.ReadStatmFD(fd, w.buf[:])
 			if err != nil {
-				rc.st = stGone
+				rc.st = goneOr(err)
 				return
 			}
 			rc.now = s
@@ -621,12 +649,14 @@ func (e *Engine) rewalk(w *worker, rc *record, now time.Time) {
 
 // toThread points rc at a live thread of rc's process when its main
 // thread has exited while others run on (/proc/PID then describes a
-// zombie), and reports whether it found one. A held statm descriptor
-// moves to the thread's statm, whose figures are the process's.
-func (e *Engine) toThread(w *worker, rc *record) bool {
-	tid := e.liveThread(w, rc.pid)
+// zombie), and returns stExact when it found one, stStarved when memwho
+// ran out of descriptors or memory looking (the process may well have
+// one), and stKernel otherwise. A held statm descriptor moves to the
+// thread's statm, whose figures are the process's.
+func (e *Engine) toThread(w *worker, rc *record) state {
+	tid, err := e.liveThread(w, rc.pid)
 	if tid == 0 {
-		return false
+		return kernelOr(err)
 	}
 	w.r.SelectTask(rc.pid, tid)
 	e.dropRollup(rc)
@@ -634,53 +664,64 @@ func (e *Engine) toThread(w *worker, rc *record) bool {
 	case rc.fd >= 0:
 		fd, err := w.r.OpenStatm()
 		if err != nil {
-			return false
+			return kernelOr(err)
 		}
 		s, err := proc.ReadStatmFD(fd, w.buf[:])
 		if err != nil {
 			unix.Close(fd)
-			return false
+			return kernelOr(err)
 		}
 		unix.Close(rc.fd)
 		rc.fd, rc.now = fd, s
 	case !e.opt.OneShot:
 		s, err := w.r.Statm()
 		if err != nil {
-			return false
+			return kernelOr(err)
 		}
 		rc.now = s
 	}
 	rc.tid = tid
-	return true
+	return stExact
+}
+
+// kernelOr is toThread's state for a failure with err: stStarved when
+// memwho ran out of descriptors or memory, else stKernel (no live thread:
+// a kernel thread or a zombie).
+func kernelOr(err error) state {
+	if err == proc.ErrExhausted {
+		return stStarved
+	}
+	return stKernel
 }
 
 // liveThread returns a thread other than the leader of process pid, to
 // read the process through, or 0 when pid is a single-threaded process
-// (kernel thread, zombie) or no other thread is left. Only processes
+// (kernel thread, zombie) or no other thread is left, or, with the error,
+// when its threads could not be listed. Only processes
 // with no address space come here, so the statx that counts threads
 // costs one syscall per kernel thread and zombie, and none when status
 // has just told.
-func (e *Engine) liveThread(w *worker, pid int) int {
+func (e *Engine) liveThread(w *worker, pid int) (int, error) {
 	if w.threads >= 0 && w.threads < 2 {
-		return 0
+		return 0, nil
 	}
 	if w.r.Threads(pid) < 2 {
-		return 0
+		return 0, nil
 	}
 	var err error
 	w.tids, w.tidbuf, err = w.r.Tasks(pid, w.tids, w.tidbuf)
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	for _, tid := range w.tids {
 		if tid != pid {
 			// Any one will do: the threads share one address space.
 			// One that exits before it is read makes the process
 			// count as gone for this read.
-			return tid
+			return tid, nil
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // name sets rc's program name, looking up its parent's executable.

@@ -155,6 +155,9 @@ func (fs *FS) IsProcfsRoot() bool { return fs.real }
 // else below a process directory). how is scratch space the caller
 // owns, so that the open does not allocate.
 func (fs *FS) OpenAt(dirfd int, path *byte, dir bool, how *unix.OpenHow) (int, error) {
+	if e := injected("open", path); e != 0 {
+		return -1, e
+	}
 	flags := openFlags
 	if dir {
 		flags |= syscall.O_DIRECTORY

@@ -235,6 +235,9 @@ func (r *Reader) Readlink(name string, dst []byte) ([]byte, error) {
 	}
 	dst = dst[:cap(dst)]
 	dfd, path := r.at(r.pidfd, name)
+	if e := injected("readlink", path); e != 0 {
+		return dst[:0], mapErrno(e, ErrNotExist)
+	}
 	n, _, e := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(dfd),
 		uintptr(unsafe.Pointer(path)),
 		uintptr(unsafe.Pointer(&dst[0])), uintptr(len(dst)), 0, 0)

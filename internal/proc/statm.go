@@ -71,14 +71,24 @@ func (r *Reader) OpenStatm() (int, error) {
 // ReadStatmFD reads a descriptor OpenStatm returned from its start (procfs
 // prints the file again for a read at offset 0) into buf, which 64 bytes
 // suffice for. It returns ErrGone once the process it was opened for has
-// exited.
+// exited, and ErrExhausted when the kernel had no memory to print it
+// (ENOMEM), which says nothing of the process.
 func ReadStatmFD(fd int, buf []byte) (Statm, error) {
 	for {
 		n, err := unix.Pread(fd, buf, 0)
+		if e := injected("statm", nil); e != 0 {
+			n, err = 0, e
+		}
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
+			if mapErrno(err, ErrGone) == ErrExhausted {
+				// review6: a pread that fails for want of memory
+				// is not the process exiting; counted gone, it
+				// vanished from a tick's totals unwarned.
+				return Statm{}, ErrExhausted
+			}
 			// ESRCH: the process exited, even if its PID lives on.
 			return Statm{}, ErrGone
 		}
