@@ -404,8 +404,8 @@ func TestWatchReview4Terminal(t *testing.T) {
 		if strings.Contains(out, "\x1b") {
 			t.Errorf("wrote escape sequences though it could not take the terminal: %q", out)
 		}
-		if lines := strings.Count(strings.TrimRight(out, "\r\n"), "\n"); lines != 0 || !strings.Contains(out, "standard input is not a terminal to read keys from, and open /dev/tty:") {
-			t.Errorf("want one line naming the terminal: %q", out)
+		if lines := strings.Count(strings.TrimRight(out, "\r\n"), "\n"); lines != 0 || !strings.Contains(out, "standard input is not a terminal to read keys from, and open /dev/tty:") || !strings.Contains(out, "(--plain prints snapshots without reading keys)") {
+			t.Errorf("want one line naming the terminal and --plain: %q", out)
 		}
 		w.checkRestored("no ctty", false)
 	})

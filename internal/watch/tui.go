@@ -4,6 +4,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -22,7 +23,10 @@ func RunTUI(ctx context.Context, s Sampler, opt Options) error {
 	m := NewModel(s, opt)
 	t, err := term.Open(os.Stdin, os.Stdout)
 	if err != nil {
-		return err
+		// No terminal to read keys from (stdin redirected, no
+		// controlling terminal: setsid, a service): say how to get
+		// the snapshots without keys.
+		return fmt.Errorf("%w (--plain prints snapshots without reading keys)", err)
 	}
 	return run(ctx, t, m)
 }
