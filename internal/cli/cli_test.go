@@ -51,6 +51,7 @@ func TestParseTime(t *testing.T) {
 	}{
 		{in: "2026-03-01T12:00:00Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
 		{in: "2026-03-01T13:00:00.25+01:00", want: time.Date(2026, 3, 1, 12, 0, 0, 250e6, time.UTC)},
+		{in: "2026-03-01T12:00:00.000999999Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, // FuzzParseTime
 		{in: "2026-03-01", want: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
 		{in: "24h", want: time.Date(2026, 3, 9, 12, 0, 0, 500e6, time.UTC)},
 		{in: "90m", want: time.Date(2026, 3, 10, 10, 30, 0, 500e6, time.UTC)},
