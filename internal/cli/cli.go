@@ -92,14 +92,16 @@ func ApplyEnv(fs *flag.FlagSet) error {
 // 64MiB, 1GiB, 1TiB (K, M, G, T, KB, MB, ... are taken as binary too).
 func ParseSize(s string) (int64, error) {
 	num := strings.TrimRight(s, "BbiKMGTkmgt")
-	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "B"), "b"))
-	unit = strings.TrimSuffix(unit, "I")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || n < 0 {
+	// !(n >= 0) refuses NaN too: ParseFloat reads "nan", and int64 of
+	// NaN is -2^63. (FuzzParseSize.)
+	if err != nil || !(n >= 0) {
 		return 0, fmt.Errorf("bad size %q (want a number with B, KiB, MiB, GiB or TiB)", s)
 	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-	sh, ok := shift[unit]
+	// The units spelled out: trimming "B" and "i" off whatever letters
+	// the number ended with took "0i", "5iB" and "5bB" for bytes.
+	// (FuzzParseSize.)
+	sh, ok := sizeUnits[strings.ToUpper(s[len(num):])]
 	if !ok {
 		return 0, fmt.Errorf("bad size unit in %q (want B, KiB, MiB, GiB or TiB)", s)
 	}
@@ -108,6 +110,15 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q too large", s)
 	}
 	return int64(v), nil
+}
+
+// sizeUnits are ParseSize's units, upper-cased, and their shifts.
+var sizeUnits = map[string]uint{
+	"": 0, "B": 0,
+	"K": 10, "KB": 10, "KI": 10, "KIB": 10,
+	"M": 20, "MB": 20, "MI": 20, "MIB": 20,
+	"G": 30, "GB": 30, "GI": 30, "GIB": 30,
+	"T": 40, "TB": 40, "TI": 40, "TIB": 40,
 }
 
 // ParseDays parses a Go duration or a whole number of days ("30d"); "0"
