@@ -11,7 +11,7 @@ func FuzzParseURL(f *testing.F) {
 		"sftp://example.com/~/exports/x.csv", "sftp://bob@[::1]:22/tmp/x", "sftp://b%40corp@host/x",
 		"sftp://alice:secret@host/x", "scp://host/x", "sftp://host", "sftp://host/", "sftp://host/dir/",
 		"sftp://host/~/", "sftp://host:0/x", "sftp://host:99999/x", "sftp://host/x?y=1", "sftp:host/x",
-		"/local/path",
+		"/local/path", "sftp://u@[fe80::1%25eth0]:2222/x", "sftp://u@h/a%3Fb%23c", "sftp://u@:22/x",
 	} {
 		f.Add(s, "me")
 	}
