@@ -23,7 +23,7 @@ func refUint(s string) (uint64, bool) {
 func FuzzParseUint(f *testing.F) {
 	for _, s := range []string{
 		"1234", "1795660000\nprocesses 1\n", "0", "", "x", "18446744073709551615",
-		"-1", "+1", "12 34",
+		"18446744073709551616", "99999999999999999999 kB", "-1", "+1", "12 34",
 	} {
 		f.Add(s)
 	}
