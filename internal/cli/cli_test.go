@@ -18,7 +18,8 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
 	}
-	// "0i", "5iB", "5bB" and "NaN": found by FuzzParseSize.
+	// "0i" (and so "5iB", "5bB"): found by FuzzParseSize; "NaN" by
+	// reading the code then.
 	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB", "0i", "5iB", "5bB", "NaN", "nanKiB", "1e300TiB"} {
 		if got, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)

@@ -54,7 +54,7 @@ func refSize(s string) (int64, bool) {
 func FuzzParseSize(f *testing.F) {
 	for _, s := range []string{
 		"0", "512", "512B", "4KiB", "4k", "64MiB", "1GiB", "1.5GiB", "2TiB", "10MB", "", "lots", "-1",
-		"1PiB", "1XB", "GiB", "4Ki", " 5 K", "1e3", "4611686018427387904", "4095TiB", "4096TiB", "inf", "0x1p4K",
+		"1PiB", "1XB", "GiB", "4Ki", " 5 K", "1e3", "4611686018427387904", "4095TiB", "4096TiB", "inf", "0x1p4K", "NaN", "nanKiB",
 	} {
 		f.Add(s)
 	}
