@@ -91,7 +91,10 @@ func ApplyEnv(fs *flag.FlagSet) error {
 // ParseSize parses a byte count with an optional binary unit: 512, 4KiB,
 // 64MiB, 1GiB, 1TiB (K, M, G, T, KB, MB, ... are taken as binary too).
 func ParseSize(s string) (int64, error) {
-	num := strings.TrimRight(s, "BbiKMGTkmgt")
+	// "I" too: the units are read in any case, and without it "1TI"
+	// and "1KIB" were refused while "1ti" and "1kib" were not.
+	// (FuzzParseSize.)
+	num := strings.TrimRight(s, "BbIiKMGTkmgt")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	// !(n >= 0) refuses NaN too: ParseFloat reads "nan", and int64 of
 	// NaN is -2^63. (Seen reading the code for FuzzParseSize's find

@@ -12,6 +12,7 @@ func TestParseSize(t *testing.T) {
 	}{
 		{"0", 0}, {"512", 512}, {"512B", 512}, {"4KiB", 4 << 10}, {"4k", 4 << 10}, {"64MiB", 64 << 20},
 		{"1GiB", 1 << 30}, {"1.5GiB", 3 << 29}, {"2TiB", 2 << 40}, {"10MB", 10 << 20},
+		{"0TI", 0}, {"1KIB", 1 << 10}, {"2gI", 2 << 30}, // FuzzParseSize
 	} {
 		got, err := ParseSize(c.in)
 		if err != nil || got != c.want {

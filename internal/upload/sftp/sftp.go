@@ -101,6 +101,12 @@ func ParseURL(s, defaultUser string) (Target, error) {
 		// (FuzzParseURL.)
 		return Target{}, fmt.Errorf("%q: no host name", s)
 	}
+	if strings.Contains(t.Host, ":") && !strings.HasPrefix(u.Host, "[") {
+		// url.Parse checks an address in brackets, but took
+		// "sftp://::/0" for host ":" and "sftp://a:b:22/x" for host
+		// "a:b", port 22. (FuzzParseURL.)
+		return Target{}, fmt.Errorf("%q: an IPv6 address goes in brackets", s)
+	}
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			return Target{}, fmt.Errorf("%q: passwords are not supported: use a key (--identity or ssh-agent)", s)
