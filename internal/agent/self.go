@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"runtime/metrics"
 	"sync"
 	"syscall"
@@ -184,11 +185,19 @@ func field(b []byte) ([]byte, []byte) {
 	return b[:i], b[i+1:]
 }
 
+// parseUint parses the decimal number at the start of b, which ends at
+// the first byte that is not a digit. No digits, or a number past the
+// largest uint64, is 0 and false: it wrapped before, "20000000000000000000"
+// giving 1553255926290448384. (FuzzParseUint.)
 func parseUint(b []byte) (uint64, bool) {
 	var v uint64
 	n := 0
 	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
-		v = v*10 + uint64(b[n]-'0')
+		d := uint64(b[n] - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
 		n++
 	}
 	return v, n > 0

@@ -39,3 +39,24 @@ func TestCountFDsBySize(t *testing.T) {
 		t.Errorf("countFDs = %d, %v; listing gives %d", got, ok, listed)
 	}
 }
+
+func TestParseUint(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"1234", 1234, true},
+		{"1795660000\nprocesses 1\n", 1795660000, true},
+		{"18446744073709551615", 1<<64 - 1, true},
+		{"", 0, false},
+		{"x", 0, false},
+		// Found by FuzzParseUint: these wrapped.
+		{"18446744073709551616", 0, false},
+		{"20000000000000000000", 0, false},
+	} {
+		if got, ok := parseUint([]byte(tc.in)); got != tc.want || ok != tc.ok {
+			t.Errorf("parseUint(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -91,15 +91,21 @@ func ApplyEnv(fs *flag.FlagSet) error {
 // ParseSize parses a byte count with an optional binary unit: 512, 4KiB,
 // 64MiB, 1GiB, 1TiB (K, M, G, T, KB, MB, ... are taken as binary too).
 func ParseSize(s string) (int64, error) {
-	num := strings.TrimRight(s, "BbiKMGTkmgt")
-	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "B"), "b"))
-	unit = strings.TrimSuffix(unit, "I")
+	// "I" too: the units are read in any case, and without it "1TI"
+	// and "1KIB" were refused while "1ti" and "1kib" were not.
+	// (FuzzParseSize.)
+	num := strings.TrimRight(s, "BbIiKMGTkmgt")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || n < 0 {
+	// !(n >= 0) refuses NaN too: ParseFloat reads "nan", and int64 of
+	// NaN is -2^63. (Seen reading the code for FuzzParseSize's find
+	// below; "NaN" is now one of its seeds.)
+	if err != nil || !(n >= 0) {
 		return 0, fmt.Errorf("bad size %q (want a number with B, KiB, MiB, GiB or TiB)", s)
 	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-	sh, ok := shift[unit]
+	// The units spelled out: trimming "B" and "i" off whatever letters
+	// the number ended with took "0i", "5iB" and "5bB" for bytes.
+	// (FuzzParseSize.)
+	sh, ok := sizeUnits[strings.ToUpper(s[len(num):])]
 	if !ok {
 		return 0, fmt.Errorf("bad size unit in %q (want B, KiB, MiB, GiB or TiB)", s)
 	}
@@ -108,6 +114,15 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q too large", s)
 	}
 	return int64(v), nil
+}
+
+// sizeUnits are ParseSize's units, upper-cased, and their shifts.
+var sizeUnits = map[string]uint{
+	"": 0, "B": 0,
+	"K": 10, "KB": 10, "KI": 10, "KIB": 10,
+	"M": 20, "MB": 20, "MI": 20, "MIB": 20,
+	"G": 30, "GB": 30, "GI": 30, "GIB": 30,
+	"T": 40, "TB": 40, "TI": 40, "TIB": 40,
 }
 
 // ParseDays parses a Go duration or a whole number of days ("30d"); "0"
@@ -135,7 +150,10 @@ func ParseDays(s string) (time.Duration, error) {
 // history stores.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		// Truncated too: "…T12:00:00.0005Z" came back with its
+		// microseconds, a bound finer than any stored time, so the
+		// row at 12:00:00.000 fell outside --since. (FuzzParseTime.)
+		return t.Truncate(time.Millisecond), nil
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil

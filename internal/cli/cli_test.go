@@ -12,13 +12,16 @@ func TestParseSize(t *testing.T) {
 	}{
 		{"0", 0}, {"512", 512}, {"512B", 512}, {"4KiB", 4 << 10}, {"4k", 4 << 10}, {"64MiB", 64 << 20},
 		{"1GiB", 1 << 30}, {"1.5GiB", 3 << 29}, {"2TiB", 2 << 40}, {"10MB", 10 << 20},
+		{"0TI", 0}, {"1KIB", 1 << 10}, {"2gI", 2 << 30}, // FuzzParseSize
 	} {
 		got, err := ParseSize(c.in)
 		if err != nil || got != c.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB"} {
+	// "0i" (and so "5iB", "5bB"): found by FuzzParseSize; "NaN" by
+	// reading the code then.
+	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB", "0i", "5iB", "5bB", "NaN", "nanKiB", "1e300TiB"} {
 		if got, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)
 		}
@@ -51,6 +54,7 @@ func TestParseTime(t *testing.T) {
 	}{
 		{in: "2026-03-01T12:00:00Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
 		{in: "2026-03-01T13:00:00.25+01:00", want: time.Date(2026, 3, 1, 12, 0, 0, 250e6, time.UTC)},
+		{in: "2026-03-01T12:00:00.000999999Z", want: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, // FuzzParseTime
 		{in: "2026-03-01", want: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
 		{in: "24h", want: time.Date(2026, 3, 9, 12, 0, 0, 500e6, time.UTC)},
 		{in: "90m", want: time.Date(2026, 3, 10, 10, 30, 0, 500e6, time.UTC)},

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -289,30 +290,53 @@ func threadState(path string) (State, error) {
 	return parseStatus(string(b))
 }
 
+// parseStatus reads the Uid, Gid, CapPrm and CapEff lines of a status
+// file. Each must be there exactly once: a status with two Gid lines and
+// no Uid line was read as uid 0, which Elevated takes for root. Ids are
+// four decimal numbers of 32 bits (the kernel prints them with %u) and
+// the capability sets one hexadecimal number each, read with strconv:
+// fmt.Sscan took "080 080" for the four ids 0 80 0 80, reading a leading
+// 0 as a base prefix, and ignored anything after the fourth id.
+// (FuzzParseStatus found both.)
 func parseStatus(text string) (State, error) {
 	var s State
-	seen := 0
+	keys := []string{"Uid", "Gid", "CapPrm", "CapEff"}
+	var seen [4]bool
 	for line := range strings.Lines(text) {
 		key, val, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
 		if !ok {
 			continue
 		}
-		val = strings.TrimSpace(val)
+		k := slices.Index(keys, key)
+		if k < 0 {
+			continue
+		}
+		if seen[k] {
+			return s, fmt.Errorf("status has two %s lines", key)
+		}
+		seen[k] = true
 		switch key {
 		case "Uid", "Gid":
-			var a, b, c, d int
-			if _, err := fmt.Sscan(val, &a, &b, &c, &d); err != nil {
-				return s, fmt.Errorf("parse %s line %q: %w", key, val, err)
+			f := strings.Fields(val)
+			if len(f) != 4 {
+				return s, fmt.Errorf("parse %s line %q: want 4 ids", key, val)
+			}
+			var ids [4]int
+			for i, x := range f {
+				n, err := strconv.ParseUint(x, 10, 32)
+				if err != nil {
+					return s, fmt.Errorf("parse %s line %q: %w", key, val, err)
+				}
+				ids[i] = int(n)
 			}
 			if key == "Uid" {
-				s.RUID, s.EUID, s.SUID, s.FSUID = a, b, c, d
+				s.RUID, s.EUID, s.SUID, s.FSUID = ids[0], ids[1], ids[2], ids[3]
 			} else {
-				s.RGID, s.EGID, s.SGID, s.FSGID = a, b, c, d
+				s.RGID, s.EGID, s.SGID, s.FSGID = ids[0], ids[1], ids[2], ids[3]
 			}
-			seen++
 		case "CapPrm", "CapEff":
-			var v uint64
-			if _, err := fmt.Sscanf(val, "%x", &v); err != nil {
+			v, err := strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+			if err != nil {
 				return s, fmt.Errorf("parse %s line %q: %w", key, val, err)
 			}
 			if key == "CapPrm" {
@@ -320,10 +344,9 @@ func parseStatus(text string) (State, error) {
 			} else {
 				s.Effective = v
 			}
-			seen++
 		}
 	}
-	if seen != 4 {
+	if seen != [4]bool{true, true, true, true} {
 		return s, errors.New("status lacks Uid, Gid, CapPrm or CapEff")
 	}
 	return s, nil

@@ -575,6 +575,21 @@ func TestParseStatus(t *testing.T) {
 	if _, err := parseStatus("Uid:\t1\t1\t1\t1\n"); err == nil {
 		t.Error("parseStatus of a status without Gid and caps succeeded")
 	}
+	// Found by FuzzParseStatus: a repeated line stood in for a missing
+	// one (no Uid: uid 0), and fmt.Sscan read "080" as 0 and 80.
+	for _, bad := range []string{
+		"Gid:080 080\nGid:080 080\nCapPrm:0\nCapEff:0",
+		"Uid:\t1\t1\t1\t1\nUid:\t1\t1\t1\t1\nCapPrm:\t0\nCapEff:\t0\n",
+		"Uid:\t080 080\nGid:\t1\t1\t1\t1\nCapPrm:\t0\nCapEff:\t0\n",
+		"Uid:\t1\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\t0\nCapEff:\t0\n",
+		"Uid:\t-1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\t0\nCapEff:\t0\n",
+		"Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\t0x1\nCapEff:\t0\n",
+		"Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\t1 z\nCapEff:\t0\n",
+	} {
+		if s, err := parseStatus(bad); err == nil {
+			t.Errorf("parseStatus(%q) = %+v, want an error", bad, s)
+		}
+	}
 }
 
 func TestElevated(t *testing.T) {

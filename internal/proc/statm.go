@@ -40,6 +40,11 @@ func ParseStatm(b []byte) Statm {
 			return Statm{}
 		}
 	}
+	// The fourth number must end the field: "4x" is no number, and the
+	// loop above would take its digits. (Found by FuzzParseStatm.)
+	if i < len(b) && b[i] != ' ' && b[i] != '\n' {
+		return Statm{}
+	}
 	return Statm{Resident: f[1], Shared: f[2], Text: f[3], OK: true}
 }
 

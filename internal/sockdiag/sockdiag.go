@@ -198,44 +198,58 @@ func (d *Dumper) dump(family uint8, set *InodeSet) error {
 		if n > len(d.buf) {
 			return ErrTruncated
 		}
-		b := d.buf[:n]
-		for len(b) >= sizeofNlmsghdr {
-			l := int(ne.Uint32(b[0:]))
-			mtyp := ne.Uint16(b[4:])
-			seq := ne.Uint32(b[8:])
-			if l < sizeofNlmsghdr || l > len(b) {
-				return fmt.Errorf("sock_diag: bad message length %d", l)
+		if done, err := parseReply(d.buf[:n], d.seq, typ, set); done || err != nil {
+			return err
+		}
+	}
+}
+
+// parseReply walks the netlink messages of one datagram b of a dump's
+// answer: it adds to set the inode of every ESTABLISHED socket in the
+// messages of type typ that answer request seq, and reports done at
+// NLMSG_DONE or NLMSG_ERROR. Messages of other requests are skipped; a
+// header whose length does not fit b, or a socket message too short for
+// an inet_diag_msg, is an error. Trailing bytes too few for a header are
+// ignored, as the kernel's NLMSG_OK does.
+func parseReply(b []byte, seq uint32, typ uint16, set *InodeSet) (done bool, err error) {
+	ne := binary.NativeEndian
+	for len(b) >= sizeofNlmsghdr {
+		l := int(ne.Uint32(b[0:]))
+		mtyp := ne.Uint16(b[4:])
+		mseq := ne.Uint32(b[8:])
+		if l < sizeofNlmsghdr || l > len(b) {
+			return false, fmt.Errorf("sock_diag: bad message length %d", l)
+		}
+		payload := b[sizeofNlmsghdr:l]
+		// Messages are padded to 4 bytes.
+		next := (l + 3) &^ 3
+		b = b[min(next, len(b)):]
+		if mseq != seq {
+			continue // a late answer to an earlier request
+		}
+		switch mtyp {
+		case unix.NLMSG_DONE:
+			return true, nil
+		case unix.NLMSG_ERROR:
+			if len(payload) >= 4 {
+				if e := int32(ne.Uint32(payload)); e < 0 {
+					return true, fmt.Errorf("sock_diag: %w", syscall.Errno(-e))
+				}
 			}
-			payload := b[sizeofNlmsghdr:l]
-			// Messages are padded to 4 bytes.
-			next := (l + 3) &^ 3
-			b = b[min(next, len(b)):]
-			if seq != d.seq {
-				continue // a late answer to an earlier request
+			return true, nil
+		case typ:
+			if len(payload) < sizeofMsg {
+				return false, fmt.Errorf("sock_diag: short message (%d bytes)", len(payload))
 			}
-			switch mtyp {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(payload) >= 4 {
-					if e := int32(ne.Uint32(payload)); e < 0 {
-						return fmt.Errorf("sock_diag: %w", syscall.Errno(-e))
-					}
-				}
-				return nil
-			case typ:
-				if len(payload) < sizeofMsg {
-					return fmt.Errorf("sock_diag: short message (%d bytes)", len(payload))
-				}
-				if payload[offMsgState] != tcpEstablished {
-					continue
-				}
-				if ino := ne.Uint32(payload[offMsgInode:]); ino != 0 {
-					set.Add(uint64(ino))
-				}
+			if payload[offMsgState] != tcpEstablished {
+				continue
+			}
+			if ino := ne.Uint32(payload[offMsgInode:]); ino != 0 {
+				set.Add(uint64(ino))
 			}
 		}
 	}
+	return false, nil
 }
 
 func writeAll(fd int, b []byte) error {

@@ -72,7 +72,10 @@ func (t Target) String() string {
 	} else if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return "sftp://" + url.User(t.User).String() + "@" + host + p
+	// Through url.URL, which escapes what the path and the host hold:
+	// a path with "?" or "#" (from "%3F", "%23"), or an IPv6 zone
+	// ("%25eth0"), printed raw, no longer read back. (FuzzParseURL.)
+	return (&url.URL{Scheme: "sftp", User: url.User(t.User), Host: host, Path: p}).String()
 }
 
 // ParseURL parses sftp://[user@]host[:port]/path. As in curl, the path
@@ -93,6 +96,17 @@ func ParseURL(s, defaultUser string) (Target, error) {
 		return Target{}, fmt.Errorf("%q: query and fragment are not supported", s)
 	}
 	t := Target{User: defaultUser, Host: u.Hostname(), Port: 22, Path: u.Path}
+	if t.Host == "" {
+		// "sftp://u@:22/x" has a Host (":22") but no host name.
+		// (FuzzParseURL.)
+		return Target{}, fmt.Errorf("%q: no host name", s)
+	}
+	if strings.Contains(t.Host, ":") && !strings.HasPrefix(u.Host, "[") {
+		// url.Parse checks an address in brackets, but took
+		// "sftp://::/0" for host ":" and "sftp://a:b:22/x" for host
+		// "a:b", port 22. (FuzzParseURL.)
+		return Target{}, fmt.Errorf("%q: an IPv6 address goes in brackets", s)
+	}
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			return Target{}, fmt.Errorf("%q: passwords are not supported: use a key (--identity or ssh-agent)", s)

@@ -43,6 +43,14 @@ func TestParseURL(t *testing.T) {
 		{in: "sftp://host:99999/x", err: true},
 		{in: "sftp://host/x?y=1", err: true},
 		{in: "sftp:host/x", err: true},
+		// Found by FuzzParseURL: no host name; a path or zone that
+		// String printed unescaped.
+		{in: "sftp://:/0", err: true},
+		{in: "sftp://u@:22/x", err: true},
+		{in: "sftp://::/0", err: true},
+		{in: "sftp://u@a:b:22/x", err: true},
+		{in: "sftp://u@h/a%3Fb%23c%25d", want: Target{"u", "h", 22, "/a?b#c%d"}},
+		{in: "sftp://u@[fe80::1%25eth0]:2222/x", want: Target{"u", "fe80::1%eth0", 2222, "/x"}},
 		{in: "/local/path", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
