@@ -161,9 +161,12 @@ func (s *selfStats) listFDs(fd int) (int, bool) {
 			break
 		}
 		b := s.dirbuf[:m]
-		for len(b) >= 19 {
+		// linux_dirent64: inode (8 bytes), offset (8), record length
+		// (2), type (1), then the name with its NUL: a record is at
+		// least 20 bytes, and b[19] is the name's first byte.
+		for len(b) >= 20 {
 			reclen := int(binary.NativeEndian.Uint16(b[16:]))
-			if reclen < 19 || reclen > len(b) {
+			if reclen < 20 || reclen > len(b) {
 				break
 			}
 			if b[19] != '.' {
