@@ -705,9 +705,11 @@ func (e *Engine) liveThread(w *worker, pid int) (int, error) {
 	if w.threads >= 0 && w.threads < 2 {
 		return 0, nil
 	}
-	if w.r.Threads(pid) < 2 {
+	if n := w.r.Threads(pid); n == 1 {
 		return 0, nil
 	}
+	// 0: the statx failed (ENOMEM among others, review6) and says
+	// nothing; the listing below tells, and its error is the answer.
 	var err error
 	w.tids, w.tidbuf, err = w.r.Tasks(pid, w.tids, w.tidbuf)
 	if err != nil {

@@ -6,8 +6,9 @@ import (
 	"unsafe"
 )
 
-// Fault, when set with SetFault, is asked before each open and readlink
-// beneath the tree (op "open", "readlink", with the NUL-free path as
+// Fault, when set with SetFault, is asked before each open, readlink and
+// thread-counting statx beneath the tree (op "open", "readlink",
+// "statx", with the NUL-free path as
 // passed, relative to the root or to a held directory) and before each
 // read of a held statm descriptor (op "statm", path ""): a non-zero errno
 // fails the call as if the kernel had returned it. It exists for tests of
@@ -41,7 +42,10 @@ func injected(op string, path *byte) syscall.Errno {
 		for *(*byte)(unsafe.Add(unsafe.Pointer(path), n)) != 0 {
 			n++
 		}
-		s = unsafe.String(path, n)
+		// A copy, not unsafe.String: path must not escape through
+		// the call of f, or every caller's path buffer would move to
+		// the heap (Threads builds its path on the stack).
+		s = string(unsafe.Slice(path, n))
 	}
 	return (*f)(op, s)
 }

@@ -26,6 +26,9 @@ func (r *Reader) Threads(pid int) int {
 	b := AppendInt(p[:0], pid)
 	b = append(b, "/task\x00"...)
 	var stx unix.Statx_t
+	if injected("statx", &b[0]) != 0 {
+		return 0
+	}
 	_, _, e := syscall.Syscall6(unix.SYS_STATX, uintptr(r.fs.fd), uintptr(unsafe.Pointer(&b[0])),
 		unix.AT_SYMLINK_NOFOLLOW, unix.STATX_NLINK, uintptr(unsafe.Pointer(&stx)), 0)
 	if e != 0 || stx.Nlink < 3 {
