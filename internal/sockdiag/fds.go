@@ -66,10 +66,11 @@ func (c *FDCounter) Sockets(pid int, dst []uint64) ([]uint64, error) {
 			return dst, nil
 		}
 		b := c.dirbuf[:m]
-		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
-		for len(b) >= 19 {
+		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name
+		// with its NUL: a record is at least 20 bytes.
+		for len(b) >= 20 {
 			reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
-			if reclen < 19 || reclen > len(b) {
+			if reclen < 20 || reclen > len(b) {
 				break
 			}
 			name := b[19:reclen] // NUL-terminated, then padding
@@ -77,7 +78,13 @@ func (c *FDCounter) Sockets(pid int, dst []uint64) ([]uint64, error) {
 			if name[0] == '.' {
 				continue
 			}
-			if ino, ok := c.socketInode(dfd, &name[0]); ok {
+			ino, ok, err := c.socketInode(dfd, &name[0])
+			if err != nil {
+				// Out of memory (review6): the table is not known,
+				// not one socket fewer.
+				return dst, err
+			}
+			if ok {
 				dst = append(dst, ino)
 			}
 		}
@@ -106,14 +113,20 @@ func (c *FDCounter) appendPath(pid int) []byte {
 }
 
 // socketInode reads the link name (NUL-terminated, relative to dfd) and
-// parses "socket:[INODE]".
-func (c *FDCounter) socketInode(dfd int, name *byte) (uint64, bool) {
+// parses "socket:[INODE]". A link that cannot be read is no socket (the
+// descriptor was closed meanwhile), except for ENOMEM, which is returned:
+// it says nothing of the descriptor.
+func (c *FDCounter) socketInode(dfd int, name *byte) (uint64, bool, error) {
 	l, _, e := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(dfd), uintptr(unsafe.Pointer(name)),
 		uintptr(unsafe.Pointer(&c.link[0])), uintptr(len(c.link)), 0, 0)
-	if e != 0 {
-		return 0, false
+	if e == syscall.ENOMEM {
+		return 0, false, e
 	}
-	return ParseSocketLink(c.link[:l])
+	if e != 0 {
+		return 0, false, nil
+	}
+	ino, ok := ParseSocketLink(c.link[:l])
+	return ino, ok, nil
 }
 
 // ParseSocketLink parses the target of a /proc/PID/fd link that is a
