@@ -293,11 +293,16 @@ func appendDirentPIDs(dst []int, b []byte) []int {
 			if c == 0 {
 				break
 			}
-			if c < '0' || c > '9' || pid > 1<<31 {
+			if c < '0' || c > '9' {
 				ok = false
 				break
 			}
-			pid = pid*10 + int(c-'0')
+			// Checked after the step (FuzzDirentPIDs): checked
+			// before, "7000000000" passed as 7e9.
+			if pid = pid*10 + int(c-'0'); pid > 1<<31 {
+				ok = false
+				break
+			}
 		}
 		if ok && pid > 0 {
 			dst = append(dst, pid)
