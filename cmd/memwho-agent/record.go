@@ -112,6 +112,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 
+	// Refused before the history is created, not after (review6: a
+	// database file left empty).
+	if err := engine.CheckFiles(); err != nil {
+		return err
+	}
 	// The history (and its spool) is opened with the user's own rights,
 	// before enterScan.
 	warn := record.NewWarner(stderr)

@@ -123,6 +123,21 @@ import (
 // counted as skipped (sample.Snapshot.Broken), never as a process gone.
 const MinFiles = 16
 
+// CheckFiles returns an error when the open-file limit (RLIMIT_NOFILE) is
+// under MinFiles, as New does: for a command that creates something (a
+// database) before its sampler, to refuse before it does.
+func CheckFiles() error {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur < MinFiles {
+		// The Go runtime has raised the soft limit to the hard one by
+		// now; below this, its own poller and the readers go short, and
+		// a scan would leave most processes out (or the runtime die
+		// making its poller).
+		return fmt.Errorf("the open-file limit (ulimit -n) is %d: a scan needs at least %d", rl.Cur, MinFiles)
+	}
+	return nil
+}
+
 // Options configures an Engine. The zero value (with FS set) samples
 // every process with exact figures, incrementally.
 type Options struct {
@@ -411,13 +426,8 @@ func New(opt Options) (*Engine, error) {
 	if opt.WalkBudget == 0 {
 		opt.WalkBudget = DefaultWalkBudget
 	}
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur < MinFiles {
-		// The Go runtime has raised the soft limit to the hard one by
-		// now; below this, its own poller and the readers go short, and
-		// a scan would leave most processes out (or the runtime die
-		// making its poller).
-		return nil, fmt.Errorf("the open-file limit (ulimit -n) is %d: a scan needs at least %d", rl.Cur, MinFiles)
+	if err := CheckFiles(); err != nil {
+		return nil, err
 	}
 	fs := opt.FS
 	n := opt.Workers
