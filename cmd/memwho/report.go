@@ -230,13 +230,17 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		KeyHeader: report.KeyHeader(plan.By),
 		ShowCount: plan.By != sample.ByPID,
 		Fast:      f.fast && !fromAgent,
-		Color:     report.UseColor(stdout),
-		System:    f.system,
-		Host:      &host,
-		Conns:     snap.ConnsOK && f.conns,
-		Split:     f.split,
-		Tmpfs:     tmpfs,
-		TmpfsMore: tmpfsMore,
+		// The scan had the capabilities, or the agent (root) made
+		// the snapshot: a refused walk is then a boundary no
+		// capability crosses, and the hint says so.
+		Privileged: privilege.Elevated() || fromAgent && f.from == "",
+		Color:      report.UseColor(stdout),
+		System:     f.system,
+		Host:       &host,
+		Conns:      snap.ConnsOK && f.conns,
+		Split:      f.split,
+		Tmpfs:      tmpfs,
+		TmpfsMore:  tmpfsMore,
 	}
 	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
 		return err

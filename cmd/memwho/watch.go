@@ -125,7 +125,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.Color = report.UseColor(stdout)
 		return watch.RunTUI(ctx, s, opt)
 	}
-	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { report.Warn(stderr, snap, snap.Procs, nil, fast) })
+	privileged := privilege.Elevated() || opt.Source == "from memwho-agent"
+	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { report.Warn(stderr, snap, snap.Procs, nil, fast, privileged) })
 }
 
 // agentSampler gives watch the agent's latest snapshot at each refresh.

@@ -65,8 +65,9 @@ func IsTerminal(w io.Writer) bool {
 // --filter and --top), not every process scanned: a warning about rows
 // the user filtered away would only confuse. procs are the processes
 // that passed -p and -u, groups the rows; nil groups means every one of
-// procs is shown.
-func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool) {
+// procs is shown. privileged says the scan had CAP_SYS_PTRACE (see
+// Options.Privileged); root's effective uid counts as such too.
+func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast, privileged bool) {
 	// The PIDs shown, sorted: a slice sized once rather than a map (a
 	// report's memory is everything it ever allocated).
 	var shown []int
@@ -102,11 +103,15 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 	if denied > 0 && !fast {
 		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
 			denied, len(shown))
-		if os.Geteuid() == 0 {
+		switch {
+		case os.Geteuid() == 0:
 			// Root is refused only across a boundary: a process in
 			// another user namespace, or one a security module guards.
 			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
-		} else {
+		case privileged:
+			// The privileged install is refused only there too.
+			fmt.Fprintln(stderr, "memwho: hint: even with CAP_SYS_PTRACE memwho may not walk these processes (another user namespace or a security module); their figures stay estimates")
+		default:
 			fmt.Fprintln(stderr, "memwho: hint: run as root, or install memwho with CAP_SYS_PTRACE (see README: Running as a non-root user)")
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -27,9 +28,34 @@ func TestWarnCountsShown(t *testing.T) {
 		{[]sample.Group{{PIDs: []int{3}}}, ""},
 	} {
 		var b bytes.Buffer
-		Warn(&b, snap, procs, tc.groups, false)
+		Warn(&b, snap, procs, tc.groups, false, false)
 		if tc.want == "" && b.Len() != 0 || !strings.Contains(b.String(), tc.want) {
 			t.Errorf("groups %v: warning %q, want %q", tc.groups, b.String(), tc.want)
+		}
+	}
+}
+
+// TestWarnHintPrivileged: the hint after refused walks suggests root or
+// the capability only to a scan that had neither; with the capability
+// (the privileged install, or the agent's snapshot) it says that no
+// capability crosses the boundary (review6 noted the old hint there).
+func TestWarnHintPrivileged(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root gets the root hint whatever the flag; run as a normal user")
+	}
+	procs := []sample.Process{{PID: 1, Accuracy: sample.Estimate, Cause: sample.CauseDenied}}
+	snap := &sample.Snapshot{Procs: procs, Denied: 1}
+	for _, tc := range []struct {
+		privileged bool
+		want, not  string
+	}{
+		{false, "install memwho with CAP_SYS_PTRACE", "even with"},
+		{true, "even with CAP_SYS_PTRACE memwho may not walk these processes", "install memwho"},
+	} {
+		var b bytes.Buffer
+		Warn(&b, snap, procs, nil, false, tc.privileged)
+		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) {
+			t.Errorf("privileged %v: %q, want %q and not %q", tc.privileged, b.String(), tc.want, tc.not)
 		}
 	}
 }
