@@ -74,28 +74,7 @@ func TestConnsFixture(t *testing.T) {
 // TestConnsLive counts this test process's own loopback connections
 // through sock_diag.
 func TestConnsLive(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer ln.Close()
-	var conns []net.Conn
-	for range 3 {
-		c, err := net.Dial("tcp4", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c, s)
-	}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+	loopbackPairs(t, 3)
 	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{os.Getpid()}, Conns: true})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
@@ -248,5 +227,28 @@ func TestConnsIncrementalLive(t *testing.T) {
 		if len(snap.Procs) != 1 || snap.Procs[0].Conns != want.Procs[0].Conns || int(snap.Procs[0].Conns) != len(conns) {
 			t.Errorf("step %d: %d connections, a full read %d, held %d", i, snap.Procs[0].Conns, want.Procs[0].Conns, len(conns))
 		}
+	}
+}
+
+// loopbackPairs opens n loopback TCP connections within this process (2n
+// ESTABLISHED sockets, both ends held here), closed when the test ends;
+// it skips the test when no loopback listener can be made.
+func loopbackPairs(t *testing.T, n int) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	for range n {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); s.Close() })
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,28 +338,7 @@ func TestReview6StarvedChildRelatesParent(t *testing.T) {
 // silently, and is read again at the next tick, in the incremental
 // counter and in a report's CountConns.
 func TestReview6ConnsStarved(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer ln.Close()
-	var conns []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp4", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c, s)
-	}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+	loopbackPairs(t, 2)
 	const want = 4
 	fdPath := strconv.Itoa(os.Getpid()) + "/fd"
 	starve := func(op, path string) syscall.Errno {
