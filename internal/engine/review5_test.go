@@ -198,27 +198,11 @@ func TestReview5KeptRollupPIDReuse(t *testing.T) {
 	in.Close()
 	a.Wait()
 	// The PID goes to nobody's sleep.
-	var b *exec.Cmd
-	for range 50 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
-			t.Skipf("ns_last_pid: %v", err)
-		}
+	startAsPID(t, pid, func() *exec.Cmd {
 		c := exec.Command(sleep, "600")
 		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		if err := c.Start(); err != nil {
-			t.Skip(err)
-		}
-		if c.Process.Pid == pid {
-			b = c
-			break
-		}
-		c.Process.Kill()
-		c.Wait()
-	}
-	if b == nil {
-		t.Skip("the PID was not reused")
-	}
-	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+		return c
+	})
 	waitComm(t, pid, "sleep")
 	for tick := range 3 {
 		if err := e.Scan(&snap); err != nil {

@@ -253,33 +253,9 @@ func TestReview6StarvedStep(t *testing.T) {
 // ticks (double counting them with the child, below the bound's
 // PrivateAnon floor).
 func TestReview6StarvedChildRelatesParent(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
 	// The parent waits on its child: its statm stays still, so only
 	// the child's coming can walk it.
-	cmd := exec.Command(sh, "-c", "sleep 600 & wait")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	parent := cmd.Process.Pid
-	child := 0
-	for i := 0; child == 0; i++ {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			c, _ := strconv.Atoi(f[0])
-			if b, _ := os.ReadFile("/proc/" + f[0] + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
-				child = c
-			}
-		}
-		if i == 500 {
-			t.Fatal("no child")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	parent, child := shWithSleep(t)
 	cp := strconv.Itoa(child) + "/"
 	for _, mode := range []struct {
 		name string
@@ -480,30 +456,7 @@ func TestReview6KeptRollupStarved(t *testing.T) {
 // gone. Before, it kept the figures from before the exit (its shared
 // pages counted half) until its forced walk.
 func TestReview6StarvedKnownRelatesParent(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
-	cmd := exec.Command(sh, "-c", "sleep 600 & wait")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	parent := cmd.Process.Pid
-	child := 0
-	for i := 0; child == 0; i++ {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if b, _ := os.ReadFile("/proc/" + f[0] + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
-				child, _ = strconv.Atoi(f[0])
-			}
-		}
-		if i == 500 {
-			t.Fatal("no child")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	parent, child := shWithSleep(t)
 	// One reader: statm descriptors are read in PID order, the child's
 	// is the nth.
 	nth := 0
@@ -532,7 +485,7 @@ func TestReview6StarvedKnownRelatesParent(t *testing.T) {
 		}
 		return 0
 	})
-	err = e.Scan(&snap)
+	err := e.Scan(&snap)
 	restore()
 	if err != nil {
 		t.Fatal(err)
@@ -612,26 +565,7 @@ func TestReview6StarvedReusedPIDRelatesParent(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var b *exec.Cmd
-	for range 50 {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(child-1)), 0); err != nil {
-			t.Skipf("ns_last_pid: %v", err)
-		}
-		c := exec.Command(sleep, "600")
-		if err := c.Start(); err != nil {
-			t.Skip(err)
-		}
-		if c.Process.Pid == child {
-			b = c
-			break
-		}
-		c.Process.Kill()
-		c.Wait()
-	}
-	if b == nil {
-		t.Skip("the PID was not reused")
-	}
-	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+	startAsPID(t, child, func() *exec.Cmd { return exec.Command(sleep, "600") })
 	f := &onceFault{op: "open", want: []string{"=" + strconv.Itoa(child) + "/stat"}, errno: syscall.EMFILE, fired: map[string]bool{}}
 	restore := proc.SetFault(f.fault)
 	err = e.Scan(&snap)
@@ -650,4 +584,61 @@ func TestReview6StarvedReusedPIDRelatesParent(t *testing.T) {
 			t.Errorf("tick 2: the parent of the exited child was not walked; stats %+v", e.Stats())
 		}
 	}
+}
+
+// shWithSleep starts `sh -c "sleep 600 & wait"` and returns the shell's
+// PID and its sleep child's, once the child has exec'd sleep; both are
+// killed when the test ends. The shell waits: its statm stays still.
+func shWithSleep(t *testing.T) (parent, child int) {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", "sleep 600 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	parent = cmd.Process.Pid
+	for i := 0; child == 0; i++ {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children")
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if b, _ := os.ReadFile("/proc/" + f[0] + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+				child, _ = strconv.Atoi(f[0])
+			}
+		}
+		if i == 500 {
+			t.Fatal("no child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	return parent, child
+}
+
+// startAsPID starts the command mk makes as PID pid, which must be free:
+// ns_last_pid is set below it, and every fork on the host races for it,
+// so it tries 50 times. The test skips when that fails or ns_last_pid
+// cannot be written (not root). The command is killed when the test
+// ends.
+func startAsPID(t *testing.T, pid int, mk func() *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	for range 50 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
+			t.Skipf("ns_last_pid: %v", err)
+		}
+		c := mk()
+		if err := c.Start(); err != nil {
+			t.Skip(err)
+		}
+		if c.Process.Pid == pid {
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			return c
+		}
+		c.Process.Kill()
+		c.Wait()
+	}
+	t.Skip("the PID was not reused")
+	return nil
 }
