@@ -200,7 +200,7 @@ func (c *connCounter) readAll(e *Engine, tick, k uint64) {
 		cs.denied = err == syscall.EACCES || err == syscall.EPERM
 		cs.fresh = true
 		cs.skips = 0
-		if exhausted(err) {
+		if proc.Exhausted(err) {
 			// review6: out of descriptors or memory, the fd table
 			// read as empty: the process showed 0 connections, not
 			// counted unreadable, and then skipped as socketless
@@ -264,7 +264,7 @@ func CountConns(fs *proc.FS, snap *sample.Snapshot) (denied int, err error) {
 	for i := range snap.Procs {
 		p := &snap.Procs[i]
 		n, err := fc.Count(p.PID, &set)
-		if err == syscall.EACCES || err == syscall.EPERM || exhausted(err) {
+		if err == syscall.EACCES || err == syscall.EPERM || proc.Exhausted(err) {
 			// Out of descriptors or memory (review6) is as
 			// unreadable as refused: counted, never a silent 0.
 			denied++
@@ -273,11 +273,4 @@ func CountConns(fs *proc.FS, snap *sample.Snapshot) (denied int, err error) {
 	}
 	snap.ConnsOK = true
 	return denied, nil
-}
-
-// exhausted reports whether err (an errno of reading an fd table) says
-// memwho ran out of descriptors or memory, which says nothing of the
-// process.
-func exhausted(err error) bool {
-	return err == syscall.EMFILE || err == syscall.ENFILE || err == syscall.ENOMEM
 }

@@ -281,6 +281,9 @@ func read(fd int, b []byte) (int, error) {
 // can branch on them; notExist is what ENOENT means in the caller's context
 // (the process is gone, or just this file is missing).
 func mapErrno(err error, notExist error) error {
+	if Exhausted(err) {
+		return ErrExhausted
+	}
 	switch err {
 	case syscall.ENOENT:
 		return notExist
@@ -290,8 +293,6 @@ func mapErrno(err error, notExist error) error {
 		return ErrDenied
 	case syscall.ENOTDIR:
 		return ErrGone
-	case syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM:
-		return ErrExhausted
 	case syscall.EISDIR:
 		// read(2) of a directory: a fake tree with a directory where
 		// a file belongs.
@@ -359,4 +360,11 @@ func (r *Reader) Comm() ([]byte, error) {
 		return nil, ErrMalformed
 	}
 	return b[:len(b)-1], nil
+}
+
+// Exhausted reports whether err is an errno that says the caller ran out
+// of file descriptors or memory (EMFILE, ENFILE, ENOMEM), which says
+// nothing of the process it was reading: what ErrExhausted stands for.
+func Exhausted(err error) bool {
+	return err == syscall.EMFILE || err == syscall.ENFILE || err == syscall.ENOMEM
 }

@@ -88,7 +88,7 @@ func ReadStatmFD(fd int, buf []byte) (Statm, error) {
 			continue
 		}
 		if err != nil {
-			if mapErrno(err, ErrGone) == ErrExhausted {
+			if Exhausted(err) {
 				// review6: a pread that fails for want of memory
 				// is not the process exiting; counted gone, it
 				// vanished from a tick's totals unwarned.
