@@ -81,3 +81,32 @@ func TestReview7FromFileWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestReview7FakeAgentWarns: a user's own "agent" (any server on a
+// socket the user names with --agent-socket) serving a refused walk:
+// report and plain watch still warn. The hint is the agent's ("even
+// with CAP_SYS_PTRACE"): the client checks no peer credentials, so it
+// trusts the socket it was given; the default one is under root's /run.
+func TestReview7FakeAgentWarns(t *testing.T) {
+	snap := agentSnapshot(time.Now())
+	snap.Procs[0].Accuracy, snap.Procs[0].Cause = sample.Estimate, sample.CauseDenied
+	snap.Denied = 1
+	sock, _ := startAgent(t, snap)
+	for _, args := range [][]string{
+		{"--agent-socket", sock, "--by", "pid"},
+		{"watch", "--agent-socket", sock, "--plain", "--count", "1", "--by", "pid"},
+	} {
+		out, errOut, code := runArgs(args...)
+		name := strings.Join(args[:1], " ")
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", name, code, out, errOut)
+			continue
+		}
+		if !strings.Contains(errOut, "1 of 2 processes are RSS-based estimates") {
+			t.Errorf("%s: the warning is gone:\n%s", name, errOut)
+		}
+		if os.Geteuid() != 0 && !strings.Contains(errOut, "even with CAP_SYS_PTRACE") {
+			t.Errorf("%s: not the agent's hint:\n%s", name, errOut)
+		}
+	}
+}
