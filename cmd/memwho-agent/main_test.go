@@ -56,3 +56,31 @@ func TestScript(t *testing.T) {
 		},
 	})
 }
+
+// TestReview7RecordNoFile runs the seventh review's scripts
+// (testdata/review7): record's open-file check under a limit whose
+// descriptors are mostly taken already.
+func TestReview7RecordNoFile(t *testing.T) {
+	fixtures, err := filepath.Abs("../../internal/proc/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/review7",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"unpack": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: unpack FIXTURE DIR")
+				}
+				a, err := txtar.ParseFile(filepath.Join(fixtures, args[0]+".txtar"))
+				ts.Check(err)
+				ts.Check(proctest.Unpack(a, ts.MkAbs(args[1])))
+			},
+		},
+	})
+}

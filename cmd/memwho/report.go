@@ -233,7 +233,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		// The scan had the capabilities, or the agent (root) made
 		// the snapshot: a refused walk is then a boundary no
 		// capability crosses, and the hint says so.
-		Privileged: privilege.Elevated() || fromAgent && f.from == "",
+		Privileged: hintPrivileged(f.from, fromAgent),
 		Color:      report.UseColor(stdout),
 		System:     f.system,
 		Host:       &host,
@@ -404,3 +404,13 @@ var tmpfsTimeout = 2 * time.Second
 
 // tmpfsUsed is proc.TmpfsUsed; tests replace it with one that hangs.
 var tmpfsUsed = proc.TmpfsUsed
+
+// hintPrivileged says whether the scan behind the figures had
+// CAP_SYS_PTRACE, for the hint after refused walks: this run's own
+// (the privileged install), or the agent's (root) when its figures were
+// fetched from its socket. A snapshot file (--from) is never the agent:
+// watch compared its source line with "from memwho-agent", which
+// "--from memwho-agent", a file of that name, matched too (review7).
+func hintPrivileged(from string, fromAgent bool) bool {
+	return privilege.Elevated() || from == "" && fromAgent
+}

@@ -125,7 +125,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.Color = report.UseColor(stdout)
 		return watch.RunTUI(ctx, s, opt)
 	}
-	privileged := privilege.Elevated() || opt.Source == "from memwho-agent"
+	privileged := hintPrivileged(from, fromAgent)
 	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { report.Warn(stderr, snap, snap.Procs, nil, fast, privileged) })
 }
 

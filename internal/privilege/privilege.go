@@ -41,6 +41,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -246,7 +247,12 @@ func narrow(keep []cap.Value, effective bool) error {
 // verify checks every thread of the process: all ids are the real ones,
 // no permitted capability outside perm and no effective one outside eff.
 func verify(s State, perm, eff uint64) error {
-	tasks, err := os.ReadDir("/proc/self/task")
+	return verifyTasks("/proc/self/task", s, perm, eff)
+}
+
+// verifyTasks is verify on the task directory dir.
+func verifyTasks(dir string, s State, perm, eff uint64) error {
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		// Without /proc the calling thread is all we can check.
 		cur, err := Current()
@@ -256,9 +262,16 @@ func verify(s State, perm, eff uint64) error {
 		return checkState(cur, s, perm, eff, "this thread")
 	}
 	for _, t := range tasks {
-		st, err := threadState("/proc/self/task/" + t.Name() + "/status")
-		if err != nil {
+		st, err := threadState(dir + "/" + t.Name() + "/status")
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			continue // the thread exited
+		}
+		if err != nil {
+			// Not skipped like an exited thread (review7): a status
+			// parseStatus refuses (a second Uid line, a capability set
+			// wider than 64 bits on some later kernel) said nothing of
+			// the thread, and skipping every thread passed the check.
+			return fmt.Errorf("privilege drop unverified: thread %s: %w", t.Name(), err)
 		}
 		if err := checkState(st, s, perm, eff, "thread "+t.Name()); err != nil {
 			return err
