@@ -5,7 +5,9 @@
 # -status every status, the floor of --fast; with -snapshot status, cgroup
 # and the exe link, the floor of memwho snapshot; with -names -held the
 # names' reads through one descriptor of each /proc/PID directory, the way
-# memwho reads so that a reused PID cannot mix two processes) while memwho-load keeps N
+# memwho reads so that a reused PID cannot mix two processes; with -report
+# also Pss and SwapPss parsed, grouped by comm and printed, the least a Go
+# report costs) while memwho-load keeps N
 # processes alive. A last row per size times memwho --version against the
 # floor reading one /proc file (memwho-floor -startup): the fixed cost of
 # starting each binary. A last measurement starts the agent (memwho-agent
@@ -119,6 +121,7 @@ COMMANDS=(
 	"floor=$FLOOR -parallel $WORKERS"
 	"floor_names=$FLOOR -names -parallel $WORKERS"
 	"floor_held=$FLOOR -names -held -parallel $WORKERS"
+	"floor_report=$FLOOR -report -parallel $WORKERS"
 	"memwho_fast=$MEMWHO --fresh --fast"
 	"floor_status=$FLOOR -status -parallel $WORKERS"
 	"memwho_snapshot=$MEMWHO snapshot --fresh -o $TMP/bench.mwsnap"
@@ -242,6 +245,7 @@ for n in $SIZES; do
 	rss_floor=$(peak_rss_mib $FLOOR -parallel "$WORKERS")
 	rss_names=$(peak_rss_mib $FLOOR -names -parallel "$WORKERS")
 	rss_held=$(peak_rss_mib $FLOOR -names -held -parallel "$WORKERS")
+	rss_report=$(peak_rss_mib $FLOOR -report -parallel "$WORKERS")
 	rss_status=$(peak_rss_mib $FLOOR -status -parallel "$WORKERS")
 	rss_snap=$(peak_rss_mib "$MEMWHO" snapshot --fresh -o "$TMP/bench.mwsnap")
 	rss_fsnap=$(peak_rss_mib $FLOOR -snapshot -parallel "$WORKERS")
@@ -250,6 +254,7 @@ for n in $SIZES; do
 	row full memwho floor "$rss_full" "$rss_floor" "$self_full"
 	row full memwho floor_names "$rss_full" "$rss_names" "$self_full"
 	row full memwho floor_held "$rss_full" "$rss_held" "$self_full"
+	row full memwho floor_report "$rss_full" "$rss_report" "$self_full"
 	row --fast memwho_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
 	row snapshot memwho_snapshot floor_snapshot "$rss_snap" "$rss_fsnap"
 	row "snapshot vs report" memwho_snapshot memwho "$rss_snap" "$rss_full"

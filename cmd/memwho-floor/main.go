@@ -5,7 +5,7 @@
 // cost of reading smaps_rollup is the kernel's page-table walk, which no
 // reader can avoid, so memwho's time over this floor is its own overhead.
 //
-//	memwho-floor [-status] [-names | -snapshot] [-parallel N] [-root /proc]
+//	memwho-floor [-status] [-names | -snapshot | -report] [-held] [-parallel N] [-root /proc]
 //	memwho-floor -startup
 //
 // With -names it also reads each process's comm and exe link, the two
@@ -15,6 +15,12 @@
 // instead: what a snapshot file holds for every grouping (the uid and the
 // task name from status, the cgroups), the floor of memwho snapshot.
 //
+// With -report it reads what -names -held reads, takes Pss and SwapPss
+// from each smaps_rollup, groups the processes by comm and prints one line
+// per comm, largest first: the least a Go program that prints a report
+// can cost, in time and above all in peak RSS, which for a Go binary is
+// mostly its own mapped image and runtime (docs/performance.md).
+//
 // With -startup it reads one file, /proc/self/stat, and exits: a minimal
 // static Go program that reads /proc, the floor of memwho's start-up.
 //
@@ -23,9 +29,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,8 +50,12 @@ func main() {
 	withSnapshot := flag.Bool("snapshot", false, "also read status, cgroup and the exe link of every process")
 	parallel := flag.Int("parallel", 1, "number of goroutines reading files")
 	startup := flag.Bool("startup", false, "read /proc/self/stat and exit (the start-up floor)")
+	report := flag.Bool("report", false, "also parse Pss and SwapPss, group by comm and print a table sorted by RAM: the least a Go report can cost (implies -names -held)")
 	held := flag.Bool("held", false, "open each /proc/PID directory once and read its files relative to it, as memwho does so that a reused PID cannot mix two processes")
 	flag.Parse()
+	if *report {
+		*withNames, *held = true, true
+	}
 	if *startup {
 		var buf [1024]byte
 		fd, err := unix.Open("/proc/self/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -78,14 +92,20 @@ func main() {
 		}
 	}
 
+	groups := make([]map[string]*group, max(*parallel, 1))
 	var (
 		next                 atomic.Int64
 		files, bytes, failed atomic.Int64
 		wg                   sync.WaitGroup
 	)
-	for range max(*parallel, 1) {
+	for w := range max(*parallel, 1) {
 		wg.Add(1)
 		go func() {
+			var byName map[string]*group
+			if *report {
+				byName = make(map[string]*group)
+				groups[w] = byName
+			}
 			defer wg.Done()
 			r := reader{buf: make([]byte, 16<<10)}
 			var nf, nb, nfail int64
@@ -108,6 +128,10 @@ func main() {
 				}
 				nf++
 				nb += int64(n)
+				var pss, swap int64
+				if *report {
+					pss, swap = rollupKiB(r.buf[:n])
+				}
 				var also []string
 				switch {
 				case *withSnapshot:
@@ -118,6 +142,20 @@ func main() {
 				for _, f := range also {
 					if n, err := r.read(*root, pids[i], f); err == nil {
 						nb += int64(n)
+						if *report && f == "comm" {
+							name := r.buf[:n]
+							if len(name) > 0 && name[n-1] == '\n' {
+								name = name[:n-1]
+							}
+							g := byName[string(name)]
+							if g == nil {
+								g = &group{name: string(name)}
+								byName[g.name] = g
+							}
+							g.pss += pss
+							g.swap += swap
+							g.count++
+						}
 					}
 				}
 				if *withNames || *withSnapshot {
@@ -133,6 +171,9 @@ func main() {
 		}()
 	}
 	wg.Wait()
+	if *report {
+		printReport(groups)
+	}
 	fmt.Printf("%d processes: read %d %s files, %d bytes; %d gone or unreadable\n",
 		len(pids), files.Load(), file, bytes.Load(), failed.Load())
 }
@@ -209,4 +250,92 @@ func (r *reader) read(root string, pid int, file string) (int, error) {
 		}
 		total += n
 	}
+}
+
+// group is one line of -report: a comm's processes, PSS and SwapPss in KiB.
+type group struct {
+	name      string
+	pss, swap int64
+	count     int
+}
+
+// rollupKiB returns the Pss and SwapPss lines of a smaps_rollup, in KiB.
+func rollupKiB(b []byte) (pss, swap int64) {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		var dst *int64
+		switch {
+		case bytes.HasPrefix(line, []byte("Pss:")):
+			dst = &pss
+		case bytes.HasPrefix(line, []byte("SwapPss:")):
+			dst = &swap
+		default:
+			continue
+		}
+		var v int64
+		for _, c := range line {
+			if c >= '0' && c <= '9' {
+				v = v*10 + int64(c-'0')
+			}
+		}
+		*dst = v
+	}
+	return pss, swap
+}
+
+// printReport merges the workers' groups and prints them by RAM, largest
+// first, with the totals: a report's least work after reading.
+func printReport(workers []map[string]*group) {
+	merged := make(map[string]*group)
+	for _, m := range workers {
+		for k, g := range m {
+			if t := merged[k]; t != nil {
+				t.pss += g.pss
+				t.swap += g.swap
+				t.count += g.count
+			} else {
+				merged[k] = g
+			}
+		}
+	}
+	list := make([]*group, 0, len(merged))
+	for _, g := range merged {
+		list = append(list, g)
+	}
+	slices.SortFunc(list, func(a, b *group) int { return cmp.Compare(b.pss, a.pss) })
+	w := bufio.NewWriter(os.Stdout)
+	var line []byte
+	var pss, swap int64
+	for _, g := range list {
+		line = appendKiB(line[:0], g.pss)
+		line = appendKiB(line, g.swap)
+		line = append(line, "  "...)
+		line = append(line, g.name...)
+		line = append(line, " ("...)
+		line = strconv.AppendInt(line, int64(g.count), 10)
+		line = append(line, ")\n"...)
+		w.Write(line)
+		pss += g.pss
+		swap += g.swap
+	}
+	w.Write(append(appendKiB(appendKiB(line[:0], pss), swap), "  total\n"...))
+	w.Flush()
+}
+
+// appendKiB appends n KiB as MiB with one decimal, right-aligned in 10.
+func appendKiB(b []byte, kib int64) []byte {
+	var num [24]byte
+	s := strconv.AppendInt(num[:0], kib*10/1024/10, 10)
+	s = append(s, '.')
+	s = strconv.AppendInt(s, kib*10/1024%10, 10)
+	s = append(s, " MiB"...)
+	for i := len(s); i < 14; i++ {
+		b = append(b, ' ')
+	}
+	return append(b, s...)
 }
