@@ -96,6 +96,12 @@ func ParseSize(s string) (int64, error) {
 	// (FuzzParseSize.)
 	num := strings.TrimRight(s, "BbIiKMGTkmgt")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err == nil && !plainDecimal(strings.TrimSpace(num)) {
+		// ParseFloat also reads "1e3", "0x1p4", "inf" and "1_0":
+		// spellings no size in our docs uses, refused so that a
+		// typo is not taken for a number.
+		err = strconv.ErrSyntax
+	}
 	// !(n >= 0) refuses NaN too: ParseFloat reads "nan", and int64 of
 	// NaN is -2^63. (Seen reading the code for FuzzParseSize's find
 	// below; "NaN" is now one of its seeds.)
@@ -116,6 +122,27 @@ func ParseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
+// plainDecimal reports whether s is digits with at most one decimal
+// point among them: "5", "1.5", "0.25", not "+5", ".5", "5." or "1e3".
+func plainDecimal(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	return digits(whole) && (!dot || digits(frac))
+}
+
+// digits reports whether s is one or more ASCII digits and nothing else:
+// no sign, space or underscore, which strconv.Atoi would take or skip.
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // sizeUnits are ParseSize's units, upper-cased, and their shifts.
 var sizeUnits = map[string]uint{
 	"": 0, "B": 0,
@@ -131,9 +158,14 @@ func ParseDays(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
+	if strings.HasPrefix(s, "+") {
+		// time.ParseDuration and strconv.Atoi take a leading "+";
+		// nothing in the docs writes one.
+		return 0, fmt.Errorf("bad duration %q (want 90s, 15m, 12h or 30d)", s)
+	}
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || n > 100*365 {
+		if err != nil || !digits(d) || n < 0 || n > 100*365 {
 			return 0, fmt.Errorf("bad number of days %q", s)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil

@@ -21,7 +21,9 @@ func TestParseSize(t *testing.T) {
 	}
 	// "0i" (and so "5iB", "5bB"): found by FuzzParseSize; "NaN" by
 	// reading the code then.
-	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB", "0i", "5iB", "5bB", "NaN", "nanKiB", "1e300TiB"} {
+	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB", "0i", "5iB", "5bB", "NaN", "nanKiB", "1e300TiB",
+		// Taken by strconv.ParseFloat, by no doc (the session after review7).
+		"1e3", "0x1p4K", "inf", "1_0MiB", "+5", ".5GiB", "5.GiB"} {
 		if got, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)
 		}
@@ -38,7 +40,7 @@ func TestParseDays(t *testing.T) {
 			t.Errorf("ParseDays(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "3x", "-1h", "d", "1.5d"} {
+	for _, bad := range []string{"", "3x", "-1h", "d", "1.5d", "+7d", "+12h", "1_0d"} {
 		if got, err := ParseDays(bad); err == nil {
 			t.Errorf("ParseDays(%q) = %v, want an error", bad, got)
 		}

@@ -40,8 +40,14 @@ func refSize(s string) (int64, bool) {
 			break
 		}
 	}
-	n, err := strconv.ParseFloat(strings.TrimSpace(up), 64)
-	if err != nil || n < 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+	num := strings.TrimSpace(up)
+	n, err := strconv.ParseFloat(num, 64)
+	// Plain decimals only: digits, at most one point with digits on
+	// both sides.
+	whole, frac, dot := strings.Cut(num, ".")
+	plain := whole != "" && strings.Trim(whole, "0123456789") == "" &&
+		(!dot || frac != "" && strings.Trim(frac, "0123456789") == "")
+	if err != nil || !plain || n < 0 || math.IsNaN(n) || math.IsInf(n, 0) {
 		return 0, false
 	}
 	v := math.Ldexp(n, shift)
@@ -86,9 +92,11 @@ func FuzzParseDays(f *testing.F) {
 		var want time.Duration
 		ok := true
 		if s == "0" {
+		} else if strings.HasPrefix(s, "+") {
+			ok = false
 		} else if days, isDays := strings.CutSuffix(s, "d"); isDays {
-			n, e := strconv.ParseInt(days, 10, 64)
-			ok = e == nil && n >= 0 && n <= 36500
+			n, e := strconv.ParseUint(days, 10, 64)
+			ok = e == nil && n <= 36500
 			want = time.Duration(n) * 24 * time.Hour
 		} else {
 			d, e := time.ParseDuration(s)

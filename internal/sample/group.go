@@ -377,12 +377,15 @@ func addSat(a, b uint64) uint64 {
 // ParsePIDs parses a -p list, "1,2,3", into process ids, sorted and
 // without repeats: a pid named twice is still one process, and the
 // commands that filter by it search the list. Spaces around an id are
-// allowed; anything that is not a positive number is an error.
+// allowed; anything that is not a positive decimal number, written in
+// digits alone, is an error.
 func ParsePIDs(list string) ([]int, error) {
 	var pids []int
 	for _, s := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
+		id := strings.TrimSpace(s)
+		n, err := strconv.Atoi(id)
+		// Digits only: Atoi also takes "+5", which no tool prints.
+		if err != nil || n <= 0 || strings.TrimLeft(id, "0123456789") != "" {
 			return nil, fmt.Errorf("%q is not a process id", s)
 		}
 		pids = append(pids, n)

@@ -101,7 +101,7 @@ func TestParsePIDs(t *testing.T) {
 	if err != nil || !slices.Equal(got, []int{1, 2, 30}) {
 		t.Errorf("ParsePIDs = %v, %v; want [1 2 30]", got, err)
 	}
-	for _, bad := range []string{"", "1,,2", "0", "-3", "x", "1 2"} {
+	for _, bad := range []string{"", "1,,2", "0", "-3", "x", "1 2", "+5", "1,+2"} {
 		if got, err := ParsePIDs(bad); err == nil {
 			t.Errorf("ParsePIDs(%q) = %v, want an error", bad, got)
 		}

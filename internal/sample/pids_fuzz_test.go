@@ -8,12 +8,12 @@ import (
 )
 
 // refPIDs reads a -p list the slow way: comma-separated decimal numbers
-// (an optional "+" as strconv.Atoi allows), spaces around each, every
-// one positive and within an int; the set of them, sorted.
+// in digits alone (no sign), spaces around each, every one positive and
+// within an int; the set of them, sorted.
 func refPIDs(list string) ([]int, bool) {
 	seen := map[int]bool{}
 	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimPrefix(strings.TrimSpace(s), "+")
+		s = strings.TrimSpace(s)
 		n, err := strconv.ParseUint(s, 10, 63)
 		if err != nil || n == 0 || strings.HasPrefix(s, "+") {
 			return nil, false
