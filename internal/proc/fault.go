@@ -30,6 +30,11 @@ func SetFault(f Fault) (restore func()) {
 	return func() { fault.Store(old) }
 }
 
+// Injected is injected for the readers beside this package that make
+// their own calls beneath the tree (sockdiag's descriptor links, op
+// "readlink"), so that their failures can be tested the same way.
+func Injected(op string, path *byte) syscall.Errno { return injected(op, path) }
+
 // injected returns the errno the installed Fault asks for, or 0.
 func injected(op string, path *byte) syscall.Errno {
 	f := fault.Load()

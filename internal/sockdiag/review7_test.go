@@ -1,6 +1,7 @@
 package sockdiag
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/memwho/memwho/internal/proc"
 	"github.com/memwho/memwho/internal/proc/fstest"
 )
 
@@ -18,8 +20,7 @@ import (
 // like a socket's ("socket:[N]" as a file name, a memfd or a pipe) are
 // not sockets; every inode Sockets lists is one of this process's
 // sockets, and each of them is listed. Closing descriptors meanwhile
-// makes no error (only ENOMEM does, which no test can cause here: the
-// readlink bypasses proc's fault hook).
+// makes no error (only ENOMEM does: TestSocketsReadlinkENOMEM).
 func TestReview7SocketsCountsOnlySockets(t *testing.T) {
 	dir := t.TempDir()
 	var fds []int
@@ -86,5 +87,40 @@ func TestReview7SocketsCountsOnlySockets(t *testing.T) {
 	}
 	if len(want) == 0 {
 		t.Error("no socket found: the listener should be one")
+	}
+}
+
+// TestSocketsReadlinkENOMEM: a descriptor link that cannot be read for
+// want of memory makes the whole table unreadable (the caller counts the
+// process's connections unknown), where a link gone or refused (the
+// descriptor closed meanwhile) is just no socket.
+func TestSocketsReadlinkENOMEM(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := NewFDCounter(fstest.Open(t, "/proc"))
+	for _, tc := range []struct {
+		errno syscall.Errno
+		fails bool
+	}{{syscall.ENOMEM, true}, {syscall.ENOENT, false}, {syscall.EACCES, false}} {
+		restore := proc.SetFault(func(op, path string) syscall.Errno {
+			if op == "readlink" {
+				return tc.errno
+			}
+			return 0
+		})
+		got, err := c.Sockets(os.Getpid(), nil)
+		restore()
+		switch {
+		case tc.fails && !errors.Is(err, syscall.ENOMEM):
+			t.Errorf("%v on every link: Sockets = %v, %v; want ENOMEM", tc.errno, got, err)
+		case !tc.fails && (err != nil || len(got) != 0):
+			t.Errorf("%v on every link: Sockets = %v, %v; want none and no error", tc.errno, got, err)
+		}
+	}
+	if got, err := c.Sockets(os.Getpid(), nil); err != nil || len(got) == 0 {
+		t.Errorf("without the fault: Sockets = %v, %v; want the listener", got, err)
 	}
 }
