@@ -96,6 +96,14 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 	return c, pids, nil
 }
 
+// recordFree is how many free descriptors record asks for before it
+// creates its history. Measured under a limit of 16 with descriptors
+// inherited one more at a time: record ran with 3 free (SQLite's -wal
+// and -shm come later, when the scan holds nothing yet), could not
+// open /proc with 2 and could not open the database it had created with
+// 1. More would refuse what works.
+const recordFree = 3
+
 // newRecordScanner is what record samples with (a variable: tests swap
 // in a scanner of their own).
 var newRecordScanner = func(opt engine.Options) (record.Scanner, error) { return engine.New(opt) }
@@ -115,6 +123,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Refused before the history is created, not after (review6: a
 	// database file left empty).
 	if err := engine.CheckFiles(); err != nil {
+		return err
+	}
+	if err := engine.CheckFree(recordFree); err != nil {
 		return err
 	}
 	// The history (and its spool) is opened with the user's own rights,

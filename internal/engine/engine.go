@@ -105,6 +105,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -134,6 +135,30 @@ func CheckFiles() error {
 		// a scan would leave most processes out (or the runtime die
 		// making its poller).
 		return fmt.Errorf("the open-file limit (ulimit -n) is %d: a scan needs at least %d", rl.Cur, MinFiles)
+	}
+	return nil
+}
+
+// CheckFree returns an error when fewer than need descriptors are free
+// under the open-file limit: the limit less those this process has open
+// (counted in /proc/self/fd; nothing is refused when that cannot be
+// read). CheckFiles looks at the limit alone, and a shell can hand a
+// command many open descriptors: record asks here before it creates its
+// database, so that it does not create one it then cannot open
+// (review7).
+func CheckFree(need int) error {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<20 {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	// The listing's own descriptor is closed again: not counted.
+	open := len(ents) - 1
+	if free := int(rl.Cur) - open; free < need {
+		return fmt.Errorf("the open-file limit (ulimit -n) is %d and %d descriptors are open: this needs %d free", rl.Cur, open, need)
 	}
 	return nil
 }
