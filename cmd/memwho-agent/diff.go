@@ -130,7 +130,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		changes = changes[:f.top]
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cli.ErrInterrupted
 	}
 	if f.asJSON {
 		return report.DiffJSON(stdout, changes, sides[0], sides[1], kind.String())

@@ -60,6 +60,10 @@ func usage(name string) string {
 // through privilege.EnterScan; leaks and export give up every capability
 // first.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Every command here keeps something to close or finish when
+	// stopped: a listener and its sockets, a database, an upload.
+	ctx, stop := cli.Interruptible(ctx)
+	defer stop()
 	name, rest := cli.SplitCommand(args, "")
 	if len(args) == 0 || name == "" && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
 		name = "help"

@@ -67,12 +67,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "report":
 		err = runReport(ctx, rest, stdout, stderr)
-	case "watch":
-		err = runWatch(ctx, rest, stdout, stderr)
-	case "snapshot":
-		err = runSnapshot(ctx, rest, stdout, stderr)
-	case "diff":
-		err = runDiff(ctx, rest, stdout, stderr)
+	case "watch", "snapshot", "diff":
+		// A terminal to restore, a file to publish or remove: these
+		// stop cleanly at SIGINT and SIGTERM. A report asks only when
+		// it writes files (runReport).
+		var stop context.CancelFunc
+		ctx, stop = cli.Interruptible(ctx)
+		defer stop()
+		switch name {
+		case "watch":
+			err = runWatch(ctx, rest, stdout, stderr)
+		case "snapshot":
+			err = runSnapshot(ctx, rest, stdout, stderr)
+		default:
+			err = runDiff(ctx, rest, stdout, stderr)
+		}
 	case "serve", "record", "leaks", "export":
 		err = runAgent(name, rest)
 	default:

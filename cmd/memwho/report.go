@@ -125,6 +125,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
+	if f.html != "" || f.svg != "" || f.cpuprofile != "" || f.memprofile != "" {
+		// Files to publish whole or remove: SIGINT and SIGTERM stop
+		// the report cleanly. Without them they end it at once, as
+		// they end ps: there is nothing to undo.
+		var stop context.CancelFunc
+		ctx, stop = cli.Interruptible(ctx)
+		defer stop()
+	}
 
 	// Every file the user named is opened before the scan (only when
 	// memwho is not elevated: see plan), so that a refused path costs
@@ -190,7 +198,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cli.ErrInterrupted
 	}
 	if f.from == "" && snap.MeminfoOK && snap.Meminfo.Zram == 0 {
 		snap.Meminfo.Zram = zram

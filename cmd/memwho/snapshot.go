@@ -94,7 +94,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		taken = snap.Time
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cli.ErrInterrupted
 	}
 	// An agent that reads zram itself has the figure of its walk.
 	if snap.MeminfoOK && snap.Meminfo.Zram == 0 {
@@ -218,7 +218,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		changes = changes[:top]
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cli.ErrInterrupted
 	}
 	if asJSON {
 		return report.DiffJSON(stdout, changes, sides[0], sides[1], groupBy.String())

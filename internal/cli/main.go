@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,18 +12,32 @@ import (
 )
 
 // Main starts the runtime's poller (StartPoller), then runs a command's
-// dispatch with a context that SIGINT and SIGTERM cancel, and exits with
-// its code.
+// dispatch and exits with its code. SIGINT and SIGTERM keep their
+// default action, ending the process at once, as they end ps or smem,
+// until the command asks for them (Interruptible).
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
 	if err := StartPoller(); err != nil {
 		fmt.Fprintf(os.Stderr, "memwho: error: %s\n", OneLine(err.Error()))
 		os.Exit(ExitFailure)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// Interruptible returns a copy of ctx that SIGINT and SIGTERM cancel
+// instead of ending the process, and the function that gives them back
+// their default action. A command that has something to undo or finish
+// when stopped (a terminal to restore, a file to remove or publish, a
+// database or socket to close) asks for it before it starts; one that
+// reads and prints does not. os/signal starts two threads of its own
+// (one locked to the signal mask, one waiting for signals): 0.3 ms of a
+// 2 ms start-up, measured with perf stat on memwho --version.
+func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// ErrInterrupted is what a command returns when Interruptible's context
+// ended before it wrote anything: its one error line.
+var ErrInterrupted = errors.New("interrupted (SIGINT or SIGTERM): nothing written")
 
 // Command is one line of a binary's command list ("memwho help").
 type Command struct{ Name, Summary string }
