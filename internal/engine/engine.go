@@ -108,6 +108,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -141,8 +142,9 @@ func CheckFiles() error {
 
 // CheckFree returns an error when fewer than need descriptors are free
 // under the open-file limit: the limit less those this process has open
-// (counted in /proc/self/fd; nothing is refused when that cannot be
-// read). CheckFiles looks at the limit alone, and a shell can hand a
+// below it (counted in /proc/self/fd; nothing is refused when that
+// cannot be read for another reason than a descriptor or file table
+// full). CheckFiles looks at the limit alone, and a shell can hand a
 // command many open descriptors: record asks here before it creates its
 // database, so that it does not create one it then cannot open
 // (review7).
@@ -152,11 +154,36 @@ func CheckFree(need int) error {
 		return nil
 	}
 	ents, err := os.ReadDir("/proc/self/fd")
+	if errors.Is(err, unix.EMFILE) {
+		// The listing itself needed a descriptor, and none was free
+		// (review8: the Go runtime keeps its cgroup CPU-limit files
+		// open, so a shell's descriptors and the poller's two could
+		// fill the limit; the check passed and record created its
+		// database's directory before failing to create the file).
+		return fmt.Errorf("the open-file limit (ulimit -n) is %d and every descriptor is taken: this needs %d free", rl.Cur, need)
+	}
+	if errors.Is(err, unix.ENFILE) {
+		// The same for the system's file table: what record would
+		// open next fails alike.
+		return fmt.Errorf("the system's file table is full (fs.file-max): this needs %d free descriptors", need)
+	}
 	if err != nil {
 		return nil
 	}
-	// The listing's own descriptor is closed again: not counted.
-	open := len(ents) - 1
+	// Only the descriptors numbered below the limit take room under
+	// it: the kernel gives the lowest free number and refuses only when
+	// none below the limit is. Those at or above it (opened before the
+	// limit was lowered: prlimit --pid on a shell) count for nothing,
+	// and counting them refused a record that had room (review8).
+	open := 0
+	for _, e := range ents {
+		if n, err := strconv.ParseUint(e.Name(), 10, 64); err == nil && n < rl.Cur {
+			open++
+		}
+	}
+	// The listing's own descriptor (the lowest free number, below the
+	// limit since it was opened) is closed again: not counted.
+	open--
 	if free := int(rl.Cur) - open; free < need {
 		return fmt.Errorf("the open-file limit (ulimit -n) is %d and %d descriptors are open: this needs %d free", rl.Cur, open, need)
 	}
