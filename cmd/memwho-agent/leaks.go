@@ -99,6 +99,9 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--html: %w", err)
 		}
 		defer page.Abort()
+		// The table goes to stdout while the page is open: a closed
+		// pipe is an error that removes it, not a SIGPIPE (review8).
+		defer cli.CatchPipe()()
 		rep.Page = page
 	}
 	st, err := store.Open(ctx, db, store.OpenOptions{ReadOnly: true})

@@ -132,6 +132,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		var stop context.CancelFunc
 		ctx, stop = cli.Interruptible(ctx)
 		defer stop()
+		// The table is written while they are open: a closed pipe
+		// is an error that removes them, not a SIGPIPE (review8).
+		defer cli.CatchPipe()()
 	}
 
 	// Every file the user named is opened before the scan (only when
