@@ -49,9 +49,15 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	// redirection of the shell would be.
 	var w io.Writer = stdout
 	if out != "" {
-		f, err := atomicfile.CreateAsUser(out)
-		if err != nil {
-			return fmt.Errorf("-o: %w", err)
+		// "f, ferr": the deferred functions below must see the
+		// function's result, err. With "f, err :=" they saw this
+		// block's own err, nil once the file was created, so every
+		// failure after it (an interruption, a refused --proc, a
+		// scan error) committed the empty file over the old
+		// snapshot, and a failed Commit was lost: exit 0 (review8).
+		f, ferr := atomicfile.CreateAsUser(out)
+		if ferr != nil {
+			return fmt.Errorf("-o: %w", ferr)
 		}
 		defer func() {
 			if err != nil {
@@ -64,6 +70,8 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 				err = f.Commit()
 			}
 		}()
+		// Warnings go to stderr while the temporary file is open.
+		defer cli.CatchPipe()()
 	} else if report.IsTerminal(stdout) {
 		return cli.Usagef("a snapshot is binary: write it with -o FILE or redirect standard output")
 	}

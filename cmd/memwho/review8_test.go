@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memwho/memwho/internal/cli/clitest"
+)
+
+// TestReview8SnapshotFailureKeepsOld: a snapshot -o that fails after its
+// file was created (a refused --proc, an interruption) leaves the old
+// snapshot as it was and no temporary file. Its deferred Commit and
+// Abort looked at the if block's own err ("f, err :=" shadowed the
+// result), nil once the file was created: every such failure committed
+// the empty file over the old snapshot, with the error printed.
+func TestReview8SnapshotFailureKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.snap")
+	noAgent := filepath.Join(dir, "no-agent.sock")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"snapshot", "-o", out, "--agent-socket", noAgent}, &stdout, &stderr); code != 0 {
+		t.Fatalf("snapshot: exit %d: %s", code, stderr.String())
+	}
+	old, err := os.ReadFile(out)
+	if err != nil || len(old) == 0 {
+		t.Fatalf("the first snapshot: %d bytes, %v", len(old), err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		args []string
+		want string
+	}{
+		{"refused --proc", context.Background(), []string{"--proc", filepath.Join(dir, "nonexistent")}, "--proc"},
+		{"interrupted", canceled, nil, "interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr.Reset()
+			args := append([]string{"snapshot", "-o", out, "--agent-socket", noAgent}, tc.args...)
+			if code := run(tc.ctx, args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want a failure with %q", code, stderr.String(), tc.want)
+			}
+			if now, err := os.ReadFile(out); err != nil || !bytes.Equal(now, old) {
+				t.Errorf("the old snapshot changed: %d bytes (was %d), %v", len(now), len(old), err)
+			}
+			clitest.NoTemps(t, dir)
+		})
+	}
+}
+
+// TestReview8Signals: the signals a user or the system sends a memwho
+// that has a temporary file open (report --html, snapshot -o), held in
+// its agent query (a socket that accepts and never answers; memwho gives
+// up on it after 1 s and walks /proc).
+//
+//   - SIGHUP (the terminal closed) killed it with its temporary file
+//     left; it now stops cleanly, as at SIGINT and SIGTERM.
+//   - SIGINT or SIGHUP it was started with ignored (sh's background
+//     jobs, nohup) ended it: os/signal installed a handler. They are
+//     ignored now: the run finishes and publishes its file.
+//   - a closed pipe on standard output (memwho --html page.html | head)
+//     killed it by SIGPIPE with the temporary file left; it is now the
+//     run's error, and the file removed. On standard error, where memwho
+//     prints notes only, the run goes on and publishes its file.
+func TestReview8Signals(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("skipping: no bash")
+	}
+	bin := buildMemwho(t)
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "silent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	for _, tc := range []struct {
+		name   string
+		ignore string         // signals bash ignores before it executes memwho
+		sig    syscall.Signal // 0: none
+		pipe   string         // "stdout" or "stderr": a pipe nobody reads, closed
+		args   []string       // the file is added
+		file   string
+		// clean: exit 1, one error line with errText, no file;
+		// otherwise exit 0 and the file published.
+		clean   bool
+		errText string
+	}{
+		{name: "report --html, SIGHUP", sig: syscall.SIGHUP, args: []string{"--html"}, file: "p.html", clean: true, errText: "interrupted"},
+		{name: "report --svg, SIGHUP", sig: syscall.SIGHUP, args: []string{"--svg"}, file: "p.svg", clean: true, errText: "interrupted"},
+		{name: "snapshot -o, SIGHUP", sig: syscall.SIGHUP, args: []string{"snapshot", "-o"}, file: "s.snap", clean: true, errText: "interrupted"},
+		{name: "report --html, SIGINT ignored", ignore: "INT", sig: syscall.SIGINT, args: []string{"--html"}, file: "p.html"},
+		{name: "snapshot -o, SIGINT ignored", ignore: "INT", sig: syscall.SIGINT, args: []string{"snapshot", "-o"}, file: "s.snap"},
+		{name: "snapshot -o, SIGHUP ignored (nohup)", ignore: "HUP", sig: syscall.SIGHUP, args: []string{"snapshot", "-o"}, file: "s.snap"},
+		{name: "report --html, SIGTERM with SIGINT ignored", ignore: "INT", sig: syscall.SIGTERM, args: []string{"--html"}, file: "p.html", clean: true, errText: "interrupted"},
+		{name: "report --html, stdout closed", pipe: "stdout", args: []string{"--html"}, file: "p.html", clean: true, errText: "broken pipe"},
+		{name: "report --svg --by pid, stdout closed", pipe: "stdout", args: []string{"--by", "pid", "--svg"}, file: "p.svg", clean: true, errText: "broken pipe"},
+		{name: "snapshot -o, stderr closed", pipe: "stderr", args: []string{"snapshot", "-o"}, file: "s.snap"},
+		{name: "report --html, stderr closed", pipe: "stderr", args: []string{"--html"}, file: "p.html"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, tc.file)
+			args := append(append([]string{}, tc.args...), file, "--agent-socket", sock)
+			trap := "trap '' " + tc.ignore + "; "
+			if tc.ignore == "" {
+				trap = ""
+			}
+			cmd := exec.Command(bash, append([]string{"-c", trap + `exec "$0" "$@"`, bin}, args...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if tc.pipe != "" {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Close()
+				defer w.Close()
+				if tc.pipe == "stdout" {
+					cmd.Stdout = w
+				} else {
+					cmd.Stderr = w
+				}
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case c := <-accepted:
+				defer c.Close()
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal("memwho never asked the socket")
+			}
+			if tc.sig != 0 {
+				cmd.Process.Signal(tc.sig)
+			}
+			err := cmd.Wait()
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				t.Fatalf("killed by %v; stderr: %s", ws.Signal(), stderr.String())
+			}
+			if tc.clean {
+				if ws.ExitStatus() != 1 {
+					t.Errorf("exit %v (%v), want 1; stderr: %s", ws.ExitStatus(), err, stderr.String())
+				}
+				if tc.pipe != "stderr" {
+					if got := stderr.String(); strings.Count(got, "memwho: error:") != 1 || !strings.Contains(got, tc.errText) {
+						t.Errorf("stderr: %q, want one error line with %q", got, tc.errText)
+					}
+				}
+				if _, err := os.Stat(file); err == nil {
+					t.Errorf("%s published", tc.file)
+				}
+			} else {
+				if ws.ExitStatus() != 0 {
+					t.Errorf("exit %v (%v), want 0; stderr: %s", ws.ExitStatus(), err, stderr.String())
+				}
+				if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+					t.Errorf("%s not published: %v", tc.file, err)
+				}
+			}
+			clitest.NoTemps(t, dir)
+		})
+	}
+}
