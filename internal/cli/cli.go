@@ -158,9 +158,11 @@ func ParseDays(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
-	if strings.HasPrefix(s, "+") {
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
 		// time.ParseDuration and strconv.Atoi take a leading "+";
-		// nothing in the docs writes one.
+		// nothing in the docs writes one. A "-" too: "-1h" was
+		// refused as negative, but "-0s" and "-0h" were taken, the
+		// one signed spelling left after "-0d" was refused (review8).
 		return 0, fmt.Errorf("bad duration %q (want 90s, 15m, 12h or 30d)", s)
 	}
 	if d, ok := strings.CutSuffix(s, "d"); ok {
@@ -199,6 +201,12 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 
 // parseAgo is time.ParseDuration plus whole days ("7d"), never negative.
 func parseAgo(s string) (time.Duration, error) {
+	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
+		// As in ParseDays: no sign. time.ParseDuration took "+1h" and
+		// "-0s" for --since and --to, which --keep and --window
+		// refuse (review8).
+		return 0, errors.New("a sign")
+	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseUint(days, 10, 16)
 		if err != nil {

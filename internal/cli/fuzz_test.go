@@ -82,7 +82,7 @@ func FuzzParseSize(f *testing.F) {
 }
 
 func FuzzParseDays(f *testing.F) {
-	for _, s := range []string{"0", "30d", "12h", "90s", "", "3x", "-1h", "d", "1.5d", "36500d", "36501d", "+7d", "-0d", "1h30m", "2562047h47m16.854775807s"} {
+	for _, s := range []string{"0", "30d", "12h", "90s", "", "3x", "-1h", "d", "1.5d", "36500d", "36501d", "+7d", "-0d", "-0s", "+1h", "1h30m", "2562047h47m16.854775807s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -92,7 +92,7 @@ func FuzzParseDays(f *testing.F) {
 		var want time.Duration
 		ok := true
 		if s == "0" {
-		} else if strings.HasPrefix(s, "+") {
+		} else if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
 			ok = false
 		} else if days, isDays := strings.CutSuffix(s, "d"); isDays {
 			n, e := strconv.ParseUint(days, 10, 64)
