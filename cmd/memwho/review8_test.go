@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/cli/clitest"
+	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot"
 )
 
 // TestReview8SnapshotFailureKeepsOld: a snapshot -o that fails after its
@@ -185,4 +187,48 @@ func TestReview8Signals(t *testing.T) {
 			clitest.NoTemps(t, dir)
 		})
 	}
+}
+
+// TestReview8SignalAnyMoment: SIGTERM, SIGINT or SIGHUP at any moment of
+// a report --html's or a snapshot -o's run, from before the handlers are
+// armed (the default action then ends it before any file is created) to
+// after the file is published: never a temporary file left, and the
+// file, when there, is whole (a snapshot reads back).
+func TestReview8SignalAnyMoment(t *testing.T) {
+	bin := buildMemwho(t)
+	dir := t.TempDir()
+	noAgent := filepath.Join(dir, "no-agent.sock")
+	sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	published, stopped := 0, 0
+	for i := range 60 {
+		name := "s.snap"
+		args := []string{"snapshot", "-o", filepath.Join(dir, name), "--agent-socket", noAgent}
+		if i%2 == 1 {
+			name = "p.html"
+			args = []string{"--html", filepath.Join(dir, name), "--agent-socket", noAgent}
+		}
+		os.Remove(filepath.Join(dir, name))
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i) * 250 * time.Microsecond)
+		cmd.Process.Signal(sigs[i%3])
+		cmd.Wait()
+		clitest.NoTemps(t, dir)
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			stopped++
+			continue
+		}
+		published++
+		if name == "s.snap" {
+			if _, err := snapshot.ReadFile(bytes.NewReader(b), new(sample.Snapshot)); err != nil {
+				t.Errorf("run %d: %s published but unreadable: %v", i, name, err)
+			}
+		} else if !strings.Contains(string(b), "</html>") {
+			t.Errorf("run %d: %s published but cut short (%d bytes)", i, name, len(b))
+		}
+	}
+	t.Logf("%d runs stopped, %d published", stopped, published)
 }
