@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 
@@ -80,6 +81,13 @@ func EnterScan(cmd, dir string, conns bool, stderr io.Writer) (*proc.FS, error) 
 	}
 	fs, err := proc.Open(dir)
 	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) && proc.Exhausted(errno) {
+			// Not the user's path: memwho ran out of descriptors or
+			// memory. A failure, not a usage error with a hint to
+			// read --help (review8).
+			return nil, fmt.Errorf("--proc: %v", UnwrapPath(err))
+		}
 		return nil, cli.Usagef("--proc: %v", UnwrapPath(err))
 	}
 	notice := ""
