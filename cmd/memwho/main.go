@@ -72,7 +72,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// stop cleanly at SIGINT and SIGTERM. A report asks only when
 		// it writes files (runReport).
 		var stop context.CancelFunc
-		ctx, stop = cli.Interruptible(ctx)
+		if name == "watch" {
+			ctx, stop = cli.Interruptible(ctx)
+		} else {
+			ctx, stop = cli.InterruptibleOnce(ctx)
+		}
 		defer stop()
 		switch name {
 		case "watch":

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReportSignals: a report that writes nothing but its output leaves
@@ -90,5 +92,71 @@ func TestReportSignals(t *testing.T) {
 				t.Errorf("files left in %s: %v (want the socket alone)", dir, ents)
 			}
 		})
+	}
+}
+
+// TestReportSecondSignal: a report writing a file whose stdout is a pipe
+// nobody reads (a reader stopped) blocks in its write; the first SIGINT
+// ends its context, which a blocked write does not see. Before, every
+// later signal landed on the same handler and only SIGKILL ended it
+// (review8's note); now the second SIGINT takes the default action.
+func TestReportSecondSignal(t *testing.T) {
+	bin := buildMemwho(t)
+	dir := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The smallest pipe, so that the JSON of a small host fills it.
+	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--by", "pid", "--json", "--html", filepath.Join(dir, "p.html"))
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	// Full: memwho is blocked writing (or about to be).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 4096 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipe holds %d bytes after 30 s: the report is not writing", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the first SIGINT ended the report while its write was blocked: %v", err)
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+			t.Errorf("exit %v after the second SIGINT, want killed by SIGINT\nstderr: %s", ws, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second SIGINT did not end the report (still blocked after 10 s)")
 	}
 }

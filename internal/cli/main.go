@@ -51,6 +51,22 @@ func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, sigs...)
 }
 
+// InterruptibleOnce is Interruptible for one signal: once the context
+// has ended, the signals take back their default action, so a second
+// one ends the process. A report or snapshot stopped by the first
+// while its write to a stuck pipe blocks (a reader that stopped
+// reading) would otherwise swallow every later SIGINT, SIGTERM and
+// SIGHUP until SIGKILL (review8). watch keeps Interruptible: a second
+// signal must not end it while it restores the terminal.
+func InterruptibleOnce(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := Interruptible(ctx)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
+}
+
 // CatchPipe makes a write to a closed pipe on standard output or error
 // fail with EPIPE, which the command returns as its error, instead of
 // ending the process with SIGPIPE (the Go runtime's default for
