@@ -112,6 +112,18 @@ func TestReportSecondSignal(t *testing.T) {
 	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
 		t.Fatal(err)
 	}
+	// Enough processes that the JSON, one object per process, fills
+	// the pipe on a quiet host too.
+	for range 100 {
+		sl := exec.Command("sleep", "120")
+		if err := sl.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sl.Process.Kill()
+			sl.Wait()
+		}()
+	}
 	cmd := exec.Command(bin, "--by", "pid", "--json", "--html", filepath.Join(dir, "p.html"))
 	cmd.Stdout = w
 	var stderr bytes.Buffer

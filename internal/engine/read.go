@@ -141,6 +141,21 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 	case nil:
 	case proc.ErrNotExist, proc.ErrGone:
 		return stGone, true
+	case proc.ErrNoMM:
+		// No address space, said at the open (ESRCH: Linux 6.x; older
+		// kernels open the file and say it at the read, below): a
+		// kernel thread, a zombie, a leader whose threads live on
+		// (read then calls toThread). Settled here as the read below
+		// settles it, start time included, instead of asking again
+		// through the held directory: three syscalls fewer for each
+		// of the host's kernel threads, about 1.5% of a report at 166
+		// processes, 60 of them kernel threads.
+		if first && e.needStart() {
+			if st := e.readStat(w, rc, true); st != stExact {
+				return st, true
+			}
+		}
+		return stKernel, true
 	default:
 		return 0, false
 	}
