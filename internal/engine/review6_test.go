@@ -101,11 +101,16 @@ func review6Procs(t *testing.T) (pids []int, leader int) {
 		t.Fatal(err)
 	}
 	pids = append(pids, leader)
-	// Wait until every exec is done (the names are the programs').
+	// Wait until every exec is done (the names are the programs'), the
+	// command line too: the kernel sets comm before the new program's
+	// arguments, and a read between saw perl without its script (a
+	// baseline without the script name, seen under load).
 	for _, pid := range pids[:len(pids)-1] {
 		for i := 0; ; i++ {
 			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-			if c := strings.TrimSpace(string(b)); c == "sleep" || strings.HasPrefix(c, "perl") {
+			cl, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			c := strings.TrimSpace(string(b))
+			if c == "sleep" && len(cl) > 0 || strings.HasPrefix(c, "perl") && strings.Contains(string(cl), "review6script.pl") {
 				break
 			}
 			if i == 500 {
