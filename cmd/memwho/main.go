@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
 )
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if name == "watch" {
 			ctx, stop = cli.Interruptible(ctx)
 		} else {
-			ctx, stop = cli.InterruptibleOnce(ctx)
+			ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		}
 		defer stop()
 		switch name {

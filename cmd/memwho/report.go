@@ -130,7 +130,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		// the report cleanly. Without them they end it at once, as
 		// they end ps: there is nothing to undo.
 		var stop context.CancelFunc
-		ctx, stop = cli.InterruptibleOnce(ctx)
+		ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		defer stop()
 		// The table is written while they are open: a closed pipe
 		// is an error that removes them, not a SIGPIPE (review8).

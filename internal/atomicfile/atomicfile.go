@@ -37,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -124,10 +125,63 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 			dir.Close()
 			return nil, &os.PathError{Op: "create", Path: path, Err: errors.New("directory changed while the file was created")}
 		}
-		return &File{f: f, dir: dir, path: path, name: name, tmp: tmp}, nil
+		nf := &File{f: f, dir: dir, path: path, name: name, tmp: tmp}
+		pending.Lock()
+		if pending.removed {
+			pending.Unlock()
+			unix.Unlinkat(int(dir.Fd()), tmp, 0)
+			f.Close()
+			dir.Close()
+			return nil, &os.PathError{Op: "create", Path: path, Err: errRemoved}
+		}
+		if pending.files == nil {
+			pending.files = make(map[*File]struct{})
+		}
+		pending.files[nf] = struct{}{}
+		pending.Unlock()
+		return nf, nil
 	}
 	dir.Close()
 	return nil, &os.PathError{Op: "create", Path: path, Err: errors.New("no free temporary name")}
+}
+
+// pending is every temporary file made and neither committed nor
+// aborted, for RemoveTemps. Its lock is held around each unlink and
+// rename of one (never around a sync or a write, which can block), so
+// that RemoveTemps cannot remove a file Commit is renaming into place.
+var pending struct {
+	sync.Mutex
+	files   map[*File]struct{}
+	removed bool // RemoveTemps ran: no file may be made or published
+}
+
+var errRemoved = errors.New("temporary files removed: the process is ending")
+
+// RemoveTemps removes every temporary file not yet committed or
+// aborted, and makes later Creates and Commits fail. It is for a
+// process about to die by a signal (cli.InterruptibleOnce, review9): a
+// second SIGINT, SIGTERM or SIGHUP ends a run whose first could not
+// stop it, and without this left its temporary files behind. It may
+// run while another goroutine writes, commits or aborts a file.
+func RemoveTemps() {
+	pending.Lock()
+	defer pending.Unlock()
+	pending.removed = true
+	for f := range pending.files {
+		unix.Unlinkat(int(f.dir.Fd()), f.tmp, 0)
+		delete(pending.files, f)
+	}
+}
+
+// unlinkTemp removes f's temporary file, unless RemoveTemps did, and
+// forgets it.
+func (f *File) unlinkTemp() {
+	pending.Lock()
+	defer pending.Unlock()
+	if _, ok := pending.files[f]; ok {
+		unix.Unlinkat(int(f.dir.Fd()), f.tmp, 0)
+		delete(pending.files, f)
+	}
 }
 
 // tempName returns ".NAME.tmp-" and 16 random hex digits, NAME shortened
@@ -207,12 +261,18 @@ func (f *File) Commit() error {
 	}
 	dfd := int(f.dir.Fd())
 	if err == nil {
-		if rerr := unix.Renameat(dfd, f.tmp, dfd, f.name); rerr != nil {
+		pending.Lock()
+		if _, ok := pending.files[f]; !ok {
+			err = &os.PathError{Op: "rename", Path: f.path, Err: errRemoved}
+		} else if rerr := unix.Renameat(dfd, f.tmp, dfd, f.name); rerr != nil {
 			err = &os.PathError{Op: "rename", Path: f.path, Err: rerr}
+		} else {
+			delete(pending.files, f)
 		}
+		pending.Unlock()
 	}
 	if err != nil {
-		unix.Unlinkat(dfd, f.tmp, 0)
+		f.unlinkTemp()
 		f.dir.Close()
 		f.done = true
 		return err
@@ -235,7 +295,7 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	f.f.Close()
-	unix.Unlinkat(int(f.dir.Fd()), f.tmp, 0)
+	f.unlinkTemp()
 	f.dir.Close()
 }
 

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Main starts the runtime's poller (StartPoller), then runs a command's
@@ -42,27 +44,75 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // nohup ended at the terminal's hang-up). SIGTERM is not looked at:
 // the Go runtime never leaves it ignored.
 func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, interruptSignals()...)
+}
+
+// interruptSignals are the signals Interruptible catches: SIGTERM, and
+// SIGINT and SIGHUP unless memwho was started with them ignored.
+func interruptSignals() []os.Signal {
 	sigs := []os.Signal{syscall.SIGTERM}
 	for _, s := range []os.Signal{os.Interrupt, syscall.SIGHUP} {
 		if !signal.Ignored(s) {
 			sigs = append(sigs, s)
 		}
 	}
-	return signal.NotifyContext(ctx, sigs...)
+	return sigs
 }
 
-// InterruptibleOnce is Interruptible for one signal: once the context
-// has ended, the signals take back their default action, so a second
-// one ends the process. A report or snapshot stopped by the first
-// while its write to a stuck pipe blocks (a reader that stopped
-// reading) would otherwise swallow every later SIGINT, SIGTERM and
-// SIGHUP until SIGKILL (review8). watch keeps Interruptible: a second
-// signal must not end it while it restores the terminal.
-func InterruptibleOnce(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, stop := Interruptible(ctx)
+// InterruptibleOnce is Interruptible for one signal: the first ends the
+// context, the second ends the process, killed by that signal. A report
+// or snapshot stopped by the first while its write to a stuck pipe
+// blocks (a reader that stopped reading) would otherwise swallow every
+// later SIGINT, SIGTERM and SIGHUP until SIGKILL (review8). watch keeps
+// Interruptible: a second signal must not end it while it restores the
+// terminal.
+//
+// The second signal calls cleanup (atomicfile.RemoveTemps) before the
+// process dies (review9). The first version gave the signals their
+// default action back at the first, so a second ended the run wherever
+// it was, its temporary file left behind; and one event often sends
+// two, milliseconds apart: systemd's stop with SendSIGHUP=yes (SIGTERM
+// then SIGHUP), a terminal that closes (SIGHUP from the kernel to the
+// foreground group, then from the shell to its jobs), Ctrl-C pressed
+// twice. Signals ignored at the start stay ignored, as in Interruptible.
+func InterruptibleOnce(ctx context.Context, cleanup func()) (context.Context, context.CancelFunc) {
+	sigs := interruptSignals()
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			signal.Stop(c)
+			close(done)
+			cancel()
+		})
+	}
 	go func() {
-		<-ctx.Done()
-		stop()
+		for n := 0; ; n++ {
+			var s os.Signal
+			select {
+			case s = <-c:
+			case <-done:
+				return
+			}
+			if n == 0 {
+				cancel()
+				continue
+			}
+			if cleanup != nil {
+				cleanup()
+			}
+			sig := s.(syscall.Signal)
+			signal.Reset(sigs...)
+			syscall.Kill(syscall.Getpid(), sig)
+			// The default action of the three is to end the
+			// process; in case the kill did not arrive, end it the
+			// way a shell reports a signal's death.
+			time.Sleep(time.Second)
+			os.Exit(128 + int(sig))
+		}
 	}()
 	return ctx, stop
 }
