@@ -150,8 +150,31 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 		// through the held directory: three syscalls fewer for each
 		// of the host's kernel threads, about 1.5% of a report at 166
 		// processes, 60 of them kernel threads.
-		if first && e.needStart() {
-			if st := e.readStat(w, rc, true); st != stExact {
+		if !first {
+			// review9: a known process had an address space when
+			// last read; ESRCH now is its exit, or its reaping
+			// between the kernel's lookup and open (proc_mem_open
+			// finds no task), which the read through the path or
+			// directory tells apart: counted gone, its parent
+			// walked for it, that tick. Kernel threads are read
+			// only once: this costs them nothing.
+			return 0, false
+		}
+		if e.needStart() {
+			st := e.readStat(w, rc, true)
+			if st == stExact && w.st.State != 'Z' && w.st.State != 'X' {
+				// review9: stat, read by path after the open, shows
+				// neither a kernel thread nor a zombie: the PID went
+				// to another process since (a reaped zombie's), or
+				// this one is between exit_mm and its end, or its
+				// old leader was replaced by an exec'ing thread.
+				// Settled, the record kept that process's start
+				// time and was never read again. Ask again through
+				// the directory, as before e7678ae, without it.
+				rc.start, rc.p.PPID, rc.p.StartTime = 0, 0, 0
+				return 0, false
+			}
+			if st != stExact {
 				return st, true
 			}
 		}
@@ -595,6 +618,16 @@ func (e *Engine) check(w *worker, rc *record) {
 			return
 		}
 		rc.now = s
+	}
+	if rc.st == stKernel && rc.now.OK && !rc.now.Zero() {
+		// review9: a kernel thread or zombie has no address space,
+		// and its statm reads zeros. One that has one now was taken
+		// for one by an ESRCH it gave at a moment (an exec'ing
+		// thread's old leader, a process whose PID was reused after
+		// the ESRCH), and would never be read again: read it anew,
+		// as a PID that names a new process.
+		rc.st = stGone
+		return
 	}
 	if rc.st == stKernel || rc.st == stBroken {
 		return
