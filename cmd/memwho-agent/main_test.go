@@ -2,13 +2,11 @@ package main
 
 import (
 	"flag"
-	"path/filepath"
 	"testing"
 
 	"github.com/memwho/memwho/internal/cli"
-	"github.com/memwho/memwho/internal/proc/proctest"
+	"github.com/memwho/memwho/internal/cli/clitest"
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/rogpeppe/go-internal/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar and the golden files")
@@ -32,83 +30,13 @@ func TestMain(m *testing.M) {
 // TestScript runs the CLI scenarios in testdata/script. Each scenario
 // unpacks fake /proc trees captured from a real kernel
 // (internal/proc/testdata) with "unpack NAME DIR" and runs memwho on them.
-func TestScript(t *testing.T) {
-	fixtures, err := filepath.Abs("../../internal/proc/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
-		UpdateScripts:       *update,
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			return nil
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"unpack": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 2 {
-					ts.Fatalf("usage: unpack FIXTURE DIR")
-				}
-				a, err := txtar.ParseFile(filepath.Join(fixtures, args[0]+".txtar"))
-				ts.Check(err)
-				ts.Check(proctest.Unpack(a, ts.MkAbs(args[1])))
-			},
-		},
-	})
-}
+func TestScript(t *testing.T) { clitest.Scripts(t, "testdata/script", *update) }
 
 // TestReview7RecordNoFile runs the seventh review's scripts
 // (testdata/review7): record's open-file check under a limit whose
 // descriptors are mostly taken already.
-func TestReview7RecordNoFile(t *testing.T) {
-	fixtures, err := filepath.Abs("../../internal/proc/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/review7",
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			return nil
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"unpack": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 2 {
-					ts.Fatalf("usage: unpack FIXTURE DIR")
-				}
-				a, err := txtar.ParseFile(filepath.Join(fixtures, args[0]+".txtar"))
-				ts.Check(err)
-				ts.Check(proctest.Unpack(a, ts.MkAbs(args[1])))
-			},
-		},
-	})
-}
+func TestReview7RecordNoFile(t *testing.T) { clitest.Scripts(t, "testdata/review7", false) }
 
 // TestReview8RecordNoFree runs the eighth review's scripts
 // (testdata/review8): record with no descriptor free at all.
-func TestReview8RecordNoFree(t *testing.T) {
-	fixtures, err := filepath.Abs("../../internal/proc/testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/review8",
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			return nil
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"unpack": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 2 {
-					ts.Fatalf("usage: unpack FIXTURE DIR")
-				}
-				a, err := txtar.ParseFile(filepath.Join(fixtures, args[0]+".txtar"))
-				ts.Check(err)
-				ts.Check(proctest.Unpack(a, ts.MkAbs(args[1])))
-			},
-		},
-	})
-}
+func TestReview8RecordNoFree(t *testing.T) { clitest.Scripts(t, "testdata/review8", false) }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,23 +79,7 @@ func TestReview8Signals(t *testing.T) {
 		t.Skip("skipping: no bash")
 	}
 	bin := buildMemwho(t)
-	sockDir := t.TempDir()
-	sock := filepath.Join(sockDir, "silent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c // held open, never answered
-		}
-	}()
+	sock, accepted := silentAgent(t, t.TempDir(), 16)
 	for _, tc := range []struct {
 		name   string
 		ignore string         // signals bash ignores before it executes memwho
@@ -148,14 +131,7 @@ func TestReview8Signals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case c := <-accepted:
-				defer c.Close()
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatal("memwho never asked the socket")
-			}
+			waitAsked(t, cmd, accepted)
 			if tc.sig != 0 {
 				cmd.Process.Signal(tc.sig)
 			}

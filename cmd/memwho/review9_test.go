@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestReview9SignalPair: two signals a few milliseconds apart, as one
@@ -27,23 +24,7 @@ import (
 // before).
 func TestReview9SignalPair(t *testing.T) {
 	bin := buildMemwho(t)
-	sockDir := t.TempDir()
-	sock := filepath.Join(sockDir, "silent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c // held open, never answered
-		}
-	}()
+	sock, accepted := silentAgent(t, t.TempDir(), 4)
 	pairs := []struct {
 		name          string
 		first, second syscall.Signal
@@ -73,14 +54,7 @@ func TestReview9SignalPair(t *testing.T) {
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				select {
-				case conn := <-accepted:
-					defer conn.Close()
-				case <-time.After(30 * time.Second):
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatal("memwho never asked the socket")
-				}
+				waitAsked(t, cmd, accepted)
 				cmd.Process.Signal(p.first)
 				time.Sleep(50 * time.Millisecond)
 				cmd.Process.Signal(p.second)
@@ -118,51 +92,7 @@ func TestReview9SignalPair(t *testing.T) {
 func TestReview9SecondSignalBlockedWrite(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
-		t.Fatal(err)
-	}
-	for range 100 {
-		sl := exec.Command("sleep", "120")
-		if err := sl.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sl.Process.Kill()
-			sl.Wait()
-		}()
-	}
-	cmd := exec.Command(bin, "--by", "pid", "--json", "--html", filepath.Join(dir, "p.html"))
-	cmd.Stdout = w
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n >= 4096 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipe holds %d bytes after 30 s: the report is not writing", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+	cmd, stderr := blockedReport(t, bin, filepath.Join(dir, "p.html"))
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
@@ -190,32 +120,14 @@ func TestReview9SecondSignalBlockedWrite(t *testing.T) {
 func TestReview9IgnoredHangupStaysIgnored(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
-	sock := filepath.Join(t.TempDir(), "silent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			accepted <- c
-		}
-	}()
+	sock, accepted := silentAgent(t, t.TempDir(), 1)
 	cmd := exec.Command("sh", "-c", `trap "" HUP; exec "$0" "$@"`, bin, "snapshot", "--agent-socket", sock, "-o", filepath.Join(dir, "s"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case c := <-accepted:
-		defer c.Close()
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("memwho never asked the socket")
-	}
+	waitAsked(t, cmd, accepted)
 	cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(50 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGHUP)

@@ -24,22 +24,7 @@ import (
 func TestReportSignals(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "silent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c // held open, never answered
-		}
-	}()
+	sock, accepted := silentAgent(t, dir, 4)
 	html := filepath.Join(dir, "out.html")
 	for _, tc := range []struct {
 		name  string
@@ -59,14 +44,7 @@ func TestReportSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case c := <-accepted:
-				defer c.Close()
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatal("memwho never asked the socket")
-			}
+			waitAsked(t, cmd, accepted)
 			cmd.Process.Signal(tc.sig)
 			err := cmd.Wait()
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -102,56 +80,7 @@ func TestReportSignals(t *testing.T) {
 // (review8's note); now the second SIGINT takes the default action.
 func TestReportSecondSignal(t *testing.T) {
 	bin := buildMemwho(t)
-	dir := t.TempDir()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	// The smallest pipe, so that the JSON of a small host fills it.
-	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
-		t.Fatal(err)
-	}
-	// Enough processes that the JSON, one object per process, fills
-	// the pipe on a quiet host too.
-	for range 100 {
-		sl := exec.Command("sleep", "120")
-		if err := sl.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sl.Process.Kill()
-			sl.Wait()
-		}()
-	}
-	cmd := exec.Command(bin, "--by", "pid", "--json", "--html", filepath.Join(dir, "p.html"))
-	cmd.Stdout = w
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	// Full: memwho is blocked writing (or about to be).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n >= 4096 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pipe holds %d bytes after 30 s: the report is not writing", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+	cmd, stderr := blockedReport(t, bin, filepath.Join(t.TempDir(), "p.html"))
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(300 * time.Millisecond)
 	done := make(chan error, 1)
@@ -171,4 +100,98 @@ func TestReportSecondSignal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second SIGINT did not end the report (still blocked after 10 s)")
 	}
+}
+
+// silentAgent listens on dir/silent.sock, accepts every connection and
+// never answers: a memwho asking it for the agent's snapshot waits there
+// (up to its 1 s fetch timeout), so that a test can signal it at a known
+// point. The connections come on the channel, n at most unread.
+func silentAgent(t *testing.T, dir string, n int) (sock string, accepted <-chan net.Conn) {
+	t.Helper()
+	sock = filepath.Join(dir, "silent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c := make(chan net.Conn, n)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c <- conn // held open, never answered
+		}
+	}()
+	return sock, c
+}
+
+// waitAsked waits until the memwho cmd runs has connected to the
+// silent agent, and closes that connection when the test ends.
+func waitAsked(t *testing.T, cmd *exec.Cmd, accepted <-chan net.Conn) {
+	t.Helper()
+	select {
+	case c := <-accepted:
+		t.Cleanup(func() { c.Close() })
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("memwho never asked the socket")
+	}
+}
+
+// blockedReport starts bin as a report writing --html html and its JSON
+// by process to a 4 KiB pipe nobody reads, beside 100 sleeping
+// processes so that the JSON fills the pipe on a quiet host too, and
+// returns once the pipe is full: the report is blocked in its write (or
+// about to be). The report and the sleeps are killed when the test ends.
+func blockedReport(t *testing.T, bin, html string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		sl := exec.Command("sleep", "120")
+		if err := sl.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sl.Process.Kill()
+			sl.Wait()
+		})
+	}
+	cmd := exec.Command(bin, "--by", "pid", "--json", "--html", html)
+	cmd.Stdout = w
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 4096 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipe holds %d bytes after 30 s: the report is not writing", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	return cmd, stderr
 }

@@ -1,6 +1,7 @@
 // Package clitest holds what the tests of memwho's two commands (memwho
-// and memwho-agent) share: a small tmpfs to fill, and the checks of the
-// one-line error convention and of files left behind.
+// and memwho-agent) share: a small tmpfs to fill, the checks of the
+// one-line error convention and of files left behind, and the runner of
+// their testscript scenarios.
 package clitest
 
 import (
@@ -12,7 +13,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/rogpeppe/go-internal/txtar"
+
 	"github.com/memwho/memwho/internal/atomicfile"
+	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
 // OneErrorLine fails t unless stderr is exactly one "memwho: error:" line
@@ -68,4 +73,35 @@ func NoTemps(t testing.TB, dir string) {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}
+}
+
+// Scripts runs the testscript scenarios in dir (relative to the calling
+// command's package, two levels below the module root) with NO_COLOR
+// set, every exec explicit, and the command "unpack FIXTURE DIR", which
+// unpacks the captured /proc tree internal/proc/testdata/FIXTURE.txtar
+// into DIR. With update it rewrites the scripts' expected output.
+func Scripts(t *testing.T, dir string, update bool) {
+	fixtures, err := filepath.Abs("../../internal/proc/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 dir,
+		UpdateScripts:       update,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"unpack": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: unpack FIXTURE DIR")
+				}
+				a, err := txtar.ParseFile(filepath.Join(fixtures, args[0]+".txtar"))
+				ts.Check(err)
+				ts.Check(proctest.Unpack(a, ts.MkAbs(args[1])))
+			},
+		},
+	})
 }
