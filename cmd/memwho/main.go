@@ -74,7 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// it writes files (runReport).
 		var stop context.CancelFunc
 		if name == "watch" {
-			ctx, stop = cli.Interruptible(ctx)
+			// The view handles the terminal's hang-up itself.
+			ctx, stop = cli.InterruptibleView(ctx)
 		} else {
 			ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		}

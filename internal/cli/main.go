@@ -44,15 +44,26 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // nohup ended at the terminal's hang-up). SIGTERM is not looked at:
 // the Go runtime never leaves it ignored.
 func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, interruptSignals()...)
+	return signal.NotifyContext(ctx, interruptSignals(true)...)
+}
+
+// InterruptibleView is Interruptible without SIGHUP, for the live view,
+// which takes the terminal's hang-up as its own: it then gives nothing
+// back to a terminal that is gone. Caught here as well, the hang-up
+// raced the view's own handling, and when the context's end won, the
+// view wrote to the dead terminal and exited 1 (seen under load:
+// TestWatchReview4Terminal, "the terminal hung up", 2 of 60 runs).
+func InterruptibleView(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, interruptSignals(false)...)
 }
 
 // interruptSignals are the signals Interruptible catches: SIGTERM, and
-// SIGINT and SIGHUP unless memwho was started with them ignored.
-func interruptSignals() []os.Signal {
+// SIGINT and (with hangup) SIGHUP unless memwho was started with them
+// ignored.
+func interruptSignals(hangup bool) []os.Signal {
 	sigs := []os.Signal{syscall.SIGTERM}
 	for _, s := range []os.Signal{os.Interrupt, syscall.SIGHUP} {
-		if !signal.Ignored(s) {
+		if !signal.Ignored(s) && (hangup || s != syscall.SIGHUP) {
 			sigs = append(sigs, s)
 		}
 	}
@@ -76,7 +87,7 @@ func interruptSignals() []os.Signal {
 // foreground group, then from the shell to its jobs), Ctrl-C pressed
 // twice. Signals ignored at the start stay ignored, as in Interruptible.
 func InterruptibleOnce(ctx context.Context, cleanup func()) (context.Context, context.CancelFunc) {
-	sigs := interruptSignals()
+	sigs := interruptSignals(true)
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, sigs...)
 	ctx, cancel := context.WithCancel(ctx)
