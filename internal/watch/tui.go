@@ -4,6 +4,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -223,6 +224,13 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		select {
 		case err := <-wrote:
 			writing = false
+			if errors.Is(err, syscall.EIO) {
+				// The terminal is gone, as a read's EIO says (the
+				// hang-up can reach the writer first: seen under
+				// load, "the terminal hung up", exit 1).
+				hungUp = true
+				return nil
+			}
 			if err != nil {
 				return err
 			}
