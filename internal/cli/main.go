@@ -47,14 +47,26 @@ func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, interruptSignals(true)...)
 }
 
-// InterruptibleView is Interruptible without SIGHUP, for the live view,
-// which takes the terminal's hang-up as its own: it then gives nothing
-// back to a terminal that is gone. Caught here as well, the hang-up
-// raced the view's own handling, and when the context's end won, the
-// view wrote to the dead terminal and exited 1 (seen under load:
-// TestWatchReview4Terminal, "the terminal hung up", 2 of 60 runs).
+// InterruptibleView is Interruptible for the live view: SIGHUP is
+// caught too, but it does not end the context, because the view takes
+// the terminal's hang-up as its own and then gives nothing back to a
+// terminal that is gone. When it ended the context as well, the two
+// raced, and when the context won, the view wrote to the dead terminal
+// and exited 1 (seen under load: TestWatchReview4Terminal, "the
+// terminal hung up", 2 of 60 runs). It stays caught for the whole
+// command: a hang-up that arrives after the view has stopped its own
+// handling would otherwise end the process by its default action.
 func InterruptibleView(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, interruptSignals(false)...)
+	ctx, stop := signal.NotifyContext(ctx, interruptSignals(false)...)
+	if signal.Ignored(syscall.SIGHUP) {
+		return ctx, stop
+	}
+	hup := make(chan os.Signal, 1) // never read: the signal is dropped
+	signal.Notify(hup, syscall.SIGHUP)
+	return ctx, func() {
+		signal.Stop(hup)
+		stop()
+	}
 }
 
 // interruptSignals are the signals Interruptible catches: SIGTERM, and
