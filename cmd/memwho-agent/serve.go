@@ -40,6 +40,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen.DebugSocket, "debug-socket", "", "")
 	fs.StringVar(&f.listen.DebugSocketGroup, "debug-socket-group", "", "")
 	fs.StringVar(&f.listen.SnapshotSocket, "snapshot-socket", "", "")
+	fs.IntVar(&f.listen.MaxConnections, "max-connections", agent.DefaultMaxConnections, "")
 	fs.StringVar(&f.by, "by", "program", "")
 	fs.IntVar(&f.top, "top-processes", 0, "")
 	fs.BoolVar(&f.conns, "conns", true, "")

@@ -29,6 +29,9 @@ type Listeners struct {
 	// DebugGID its group, -1 for owner only (mode 0600).
 	Debug    string
 	DebugGID int
+	// MaxConns bounds the connections each metrics listener (Socket,
+	// TCP) holds at once; 0 means DefaultMaxConnections.
+	MaxConns int
 	// Snapshot is the unix socket on which memwho (report and watch)
 	// reads the latest snapshot (package snapshot), "" for none; its
 	// group is SocketGID, its mode 0660, as the metrics socket's.
@@ -90,8 +93,21 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 			ReadHeaderTimeout: 10 * time.Second,
 			WriteTimeout:      scrapeTimeout + 30*time.Second,
 			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    maxHeaderBytes,
 		}}
 		out = append(out, s)
+		return s
+	}
+	maxConns := p.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	// newMetricsServer serves metrics on ln, at most maxConns
+	// connections at a time.
+	newMetricsServer := func(h http.Handler, ln net.Listener) *Server {
+		ll := newLimitListener(ln, maxConns)
+		s := newServer(h, ll)
+		s.srv.ConnState = ll.connState
 		return s
 	}
 	if p.Socket != "" {
@@ -99,7 +115,7 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		if err != nil {
 			return fail(fmt.Errorf("--socket: %w", err))
 		}
-		newServer(metrics, ln)
+		newMetricsServer(metrics, ln)
 		fmt.Fprintf(log, "memwho: serving metrics on unix socket %s (curl --unix-socket %[1]s http://localhost/metrics)\n", ln.Addr())
 	}
 	if p.TCP != "" {
@@ -122,7 +138,7 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 			}
 			how = strings.Join(ways, " and ")
 		}
-		s := newServer(h, ln)
+		s := newMetricsServer(h, ln)
 		if p.Web != nil && p.Web.TLSConfig() != nil {
 			s.srv.TLSConfig = p.Web.TLSConfig()
 			s.tls = true

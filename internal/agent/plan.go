@@ -23,7 +23,14 @@ type ListenFlags struct {
 	// given (an empty value then serves none).
 	SnapshotSocket string
 	SnapshotSet    bool
+	// MaxConnections is --max-connections: connections each metrics
+	// listener holds at once.
+	MaxConnections int
 }
+
+// maxMaxConnections bounds --max-connections: each connection is a
+// descriptor, and the walk keeps half of the descriptor limit.
+const maxMaxConnections = 4096
 
 // Plan checks the listener flags into Listeners, before the agent exists
 // or any socket is created: a listener that would expose the figures is
@@ -33,7 +40,10 @@ type ListenFlags struct {
 // user's rights: the agent may hold CAP_DAC_READ_SEARCH, and a YAML error
 // quotes the file). Mistakes are cli usage errors.
 func (f *ListenFlags) Plan(open OpenFunc) (Listeners, error) {
-	p := Listeners{Socket: f.Socket, TCP: f.TCP, Debug: f.DebugSocket}
+	p := Listeners{Socket: f.Socket, TCP: f.TCP, Debug: f.DebugSocket, MaxConns: f.MaxConnections}
+	if p.MaxConns < 1 || p.MaxConns > maxMaxConnections {
+		return p, cli.Usagef("--max-connections: %d is not from 1 to %d", p.MaxConns, maxMaxConnections)
+	}
 	if f.DebugListen != "" {
 		return p, cli.Usagef("--debug-listen was removed: pprof exposes the agent's memory and is served only on a unix socket; use --debug-socket PATH")
 	}

@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// DefaultMaxConnections is how many connections each metrics listener
+// holds at once unless --max-connections says otherwise. Prometheus keeps
+// one per agent; 64 leave room for a few servers, curl and a dashboard.
+const DefaultMaxConnections = 64
+
+// maxHeaderBytes bounds a request's headers. A scrape sends well under
+// 1 KiB; net/http's default (1 MiB) would let each held connection cost
+// a megabyte.
+const maxHeaderBytes = 32 << 10
+
+// limitListener holds at most cap(slots) connections at a time, so that
+// a client opening connections without end (an unauthenticated one, on
+// --listen) costs the agent a bounded number of descriptors and bounded
+// memory: unbounded, 5,000 connections that each asked once and then
+// stayed idle took 96 MiB (the shipped unit's MemoryMax is 128M) and
+// 5,000 descriptors.
+//
+// A connection that arrives when every slot is taken makes room: the
+// connection idle the longest (kept alive between requests) is closed,
+// or, when none is idle, the one that has waited the longest without
+// sending a request. A connection serving a request is never closed, so
+// a flood of connections cannot lock a scrape out: the scrape's own
+// connection is the newest, and once its request is in, it is safe.
+// Prometheus' client opens a new connection when its idle one was
+// closed. Only when every slot is serving a request does a new
+// connection wait, for the first to end.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+	wake  chan struct{} // a connection went idle
+	done  chan struct{} // closed by Close
+	close sync.Once
+
+	mu sync.Mutex
+	// waiting holds the connections that may be closed to make room:
+	// those idle and those not yet asked anything, as the server reports
+	// them (ConnState), with when they became so.
+	waiting map[net.Conn]waitingConn
+}
+
+type waitingConn struct {
+	since time.Time
+	idle  bool // kept alive after a request; else new, nothing asked yet
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{
+		Listener: ln,
+		slots:    make(chan struct{}, n),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		waiting:  make(map[net.Conn]waitingConn),
+	}
+}
+
+// Accept accepts a connection, then gives it a slot, closing another
+// connection (makeRoom) or else waiting for one to end when none is
+// free. A connection is accepted before any other is closed, so that
+// connections are closed only for a client that is there: the one
+// waiting holds the only descriptor above the limit.
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+		case <-l.done:
+			c.Close()
+			return nil, net.ErrClosed
+		default:
+		}
+		if l.makeRoom() {
+			continue
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+		case <-l.wake:
+		case <-l.done:
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// Close closes the listener and ends a waiting Accept.
+func (l *limitListener) Close() error {
+	l.close.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// makeRoom closes the connection idle the longest or, with none idle,
+// the one that has waited the longest for its first request; its slot is
+// free when it returns true.
+func (l *limitListener) makeRoom() bool {
+	l.mu.Lock()
+	var (
+		pick net.Conn
+		best waitingConn
+	)
+	for c, w := range l.waiting {
+		better := pick == nil ||
+			w.idle && !best.idle ||
+			w.idle == best.idle && w.since.Before(best.since)
+		if better {
+			pick, best = c, w
+		}
+	}
+	delete(l.waiting, pick)
+	l.mu.Unlock()
+	if pick == nil {
+		return false
+	}
+	// Under TLS the server reports the *tls.Conn, whose Close first
+	// sends an alert and may wait 5 s for a peer that reads nothing:
+	// close the connection beneath it, which frees the slot at once.
+	if t, ok := pick.(interface{ NetConn() net.Conn }); ok {
+		pick = t.NetConn()
+	}
+	pick.Close()
+	return true
+}
+
+// connState is the server's ConnState hook: it keeps the set of
+// connections that makeRoom may close.
+func (l *limitListener) connState(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		l.waiting[c] = waitingConn{since: time.Now()}
+		l.poke()
+	case http.StateIdle:
+		l.waiting[c] = waitingConn{since: time.Now(), idle: true}
+		l.poke()
+	default:
+		delete(l.waiting, c)
+	}
+}
+
+// poke wakes an Accept waiting for a connection it may close.
+func (l *limitListener) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// limitConn frees its listener's slot when closed, once.
+type limitConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
