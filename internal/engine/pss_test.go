@@ -52,6 +52,8 @@ func TestPSSErrorBound(t *testing.T) {
 		}
 	} else if testing.Short() {
 		t.Skip("starts 200 processes")
+	} else {
+		groups = fitNproc(t, groups, size)
 	}
 	const private, shared = 256 << 10, 1 << 20
 	tg := startTogglers(t, groups, size, private, shared)
@@ -260,4 +262,32 @@ func TestRisk(t *testing.T) {
 			t.Errorf("sumBound(%d, %d, %d, %d) = %d, want %d", tc.up, tc.down, tc.unmapped, tc.mapped, got, tc.want)
 		}
 	}
+}
+
+// togglerThreads bounds the threads of one toggler (GOMAXPROCS=1: the
+// main thread, sysmon, one blocked reading its lifeline, and spares):
+// RLIMIT_NPROC counts a user's threads, not their processes.
+const togglerThreads = 8
+
+// fitNproc returns how many groups of size togglers to start, at most
+// groups, so that they take at most half of this user's RLIMIT_NPROC:
+// the rest is for the user's other processes and the test binaries go
+// test runs beside this one. Under a limit of 1000 (a container started
+// with --ulimit nproc=1000:1000), 200 togglers made fork fail with
+// EAGAIN. Root is not held to the limit.
+func fitNproc(t *testing.T, groups, size int) int {
+	t.Helper()
+	var rl unix.Rlimit
+	if os.Geteuid() == 0 || unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil || rl.Cur == unix.RLIM_INFINITY {
+		return groups
+	}
+	fit := int(rl.Cur/2) / (size * togglerThreads)
+	if fit < 4 {
+		t.Skipf("RLIMIT_NPROC %d leaves room for %d groups of %d processes; the test needs 4", rl.Cur, fit, size)
+	}
+	if fit < groups {
+		t.Logf("RLIMIT_NPROC %d: %d groups of %d processes instead of %d", rl.Cur, fit, size, groups)
+		return fit
+	}
+	return groups
 }
