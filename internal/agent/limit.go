@@ -150,6 +150,25 @@ func (l *limitListener) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
+// refuseBody refuses a request with a body: nothing the metrics
+// listeners serve takes one. After its handler, net/http reads up to
+// 256 KiB of a body left unread, to keep the connection, with no deadline
+// (the server has no ReadTimeout): a client that announced a body (a
+// length, chunks, Expect: 100-continue) and sent none held its
+// connection, being served, for ever. The read deadline in the past
+// makes that read fail at once, and the connection is closed.
+func refuseBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 { // -1: chunked, length unknown
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		w.Header().Set("Connection", "close")
+		http.Error(w, "memwho: a request takes no body", http.StatusRequestEntityTooLarge)
+	})
+}
+
 // poke wakes an Accept waiting for a connection it may close.
 func (l *limitListener) poke() {
 	select {

@@ -106,7 +106,7 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 	// connections at a time.
 	newMetricsServer := func(h http.Handler, ln net.Listener) *Server {
 		ll := newLimitListener(ln, maxConns)
-		s := newServer(h, ll)
+		s := newServer(refuseBody(h), ll)
 		s.srv.ConnState = ll.connState
 		return s
 	}

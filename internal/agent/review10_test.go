@@ -1,0 +1,183 @@
+package agent
+
+// The tenth adversarial review (docs/safe.md): attacks on the metrics
+// listeners' connection limit (limit.go), each as a client would make
+// them, over real connections.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// r10Listen starts the metrics listeners of p with the agent's own
+// server settings, TCP on 127.0.0.1 unless p names a socket only;
+// tweak, when not nil, changes the servers before they serve. It
+// returns the last server (TCP, or the socket) and its address.
+func r10Listen(t *testing.T, p Listeners, h http.Handler, tweak func(*Server)) (*Server, string) {
+	t.Helper()
+	if p.Socket == "" {
+		p.TCP = "127.0.0.1:0"
+	}
+	if h == nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "figures\n") })
+	}
+	servers, err := p.Listen(h, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tweak != nil {
+		for _, s := range servers {
+			tweak(s)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, servers) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	s := servers[len(servers)-1]
+	return s, s.ln.Addr().String()
+}
+
+// r10Web is a web configuration with the user prometheus (password
+// s3cret), over TLS when tlsOn; tc is the client's TLS configuration for
+// it, nil without TLS.
+func r10Web(t *testing.T, tlsOn bool) (web *WebConfig, tc *tls.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	cert := newTestCert(t, dir, "server")
+	text := "basic_auth_users:\n  prometheus: " + hashOf(t, "s3cret") + "\n"
+	if tlsOn {
+		text = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n" + text
+		tc = &tls.Config{RootCAs: cert.pool, ServerName: "127.0.0.1"}
+	}
+	web, err := LoadWebConfig(writeConfig(t, dir, text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return web, tc
+}
+
+// r10Scrape asks for /metrics on a new connection as Prometheus would
+// (with the password when the listener has a web configuration), and
+// returns the status.
+func r10Scrape(addr string, tc *tls.Config, timeout time.Duration) (int, error) {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tc}}
+	defer client.CloseIdleConnections()
+	scheme := "http://"
+	if tc != nil {
+		scheme = "https://"
+	}
+	req, _ := http.NewRequest("GET", scheme+addr+"/metrics", nil)
+	req.SetBasicAuth("prometheus", "s3cret")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// r10Dial opens a connection to addr (over TLS, handshake done, when tc
+// is not nil), closed at the test's end.
+func r10Dial(t *testing.T, network, addr string, tc *tls.Config) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if tc != nil {
+		tlsc := tls.Client(c, tc)
+		tlsc.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := tlsc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		tlsc.SetDeadline(time.Time{})
+		return tlsc
+	}
+	return c
+}
+
+// TestReview10BodyNeverSent: a request that announces a body (a length,
+// chunks, or Expect: 100-continue) and never sends it. net/http reads up
+// to 256 KiB of an unread body after the handler, to keep the connection,
+// and the agent sets no read deadline past the headers: the connection
+// stayed "serving" for ever, never closed for a newcomer, so two such
+// connections locked out every scrape on a listener of 2, on --no-auth
+// and, refused with 401, behind basic auth too. Requests with a body are
+// now refused (413) and that read fails at once.
+func TestReview10BodyNeverSent(t *testing.T) {
+	heads := map[string]string{
+		"length":   "Content-Length: 10\r\n",
+		"chunked":  "Transfer-Encoding: chunked\r\n",
+		"continue": "Content-Length: 10\r\nExpect: 100-continue\r\n",
+	}
+	for _, where := range []string{"no-auth", "basic-auth", "socket"} {
+		for name, head := range heads {
+			t.Run(where+"/"+name, func(t *testing.T) {
+				p := Listeners{MaxConns: 2}
+				network := "tcp"
+				switch where {
+				case "basic-auth":
+					p.Web, _ = r10Web(t, false)
+				case "socket":
+					dir := t.TempDir()
+					os.Chmod(dir, 0o700)
+					p.Socket, p.SocketGID, network = filepath.Join(dir, "m.sock"), -1, "unix"
+				}
+				_, addr := r10Listen(t, p, nil, nil)
+				var attackers []net.Conn
+				for range 2 {
+					c := r10Dial(t, network, addr, nil)
+					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n"+head+"\r\n")
+					attackers = append(attackers, c)
+				}
+				time.Sleep(200 * time.Millisecond)
+				var code int
+				var err error
+				if network == "unix" {
+					c := r10Dial(t, "unix", addr, nil)
+					c.SetDeadline(time.Now().Add(3 * time.Second))
+					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+					var resp *http.Response
+					if resp, err = http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+						code = resp.StatusCode
+					}
+				} else {
+					code, err = r10Scrape(addr, nil, 3*time.Second)
+				}
+				if err != nil || code != 200 {
+					t.Fatalf("scrape: %d, %v; want 200", code, err)
+				}
+				// Each was answered and closed, not held.
+				for i, c := range attackers {
+					c.SetReadDeadline(time.Now().Add(3 * time.Second))
+					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+					if err != nil {
+						continue // closed to make room before its answer: as good
+					}
+					if resp.StatusCode != http.StatusRequestEntityTooLarge {
+						t.Errorf("connection %d: status %d, want 413", i, resp.StatusCode)
+					}
+					if !closedByServer(c) {
+						t.Errorf("connection %d left open after refusing its body", i)
+					}
+				}
+			})
+		}
+	}
+}
