@@ -103,13 +103,17 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		maxConns = DefaultMaxConnections
 	}
 	// newMetricsServer serves metrics on ln, at most maxConns
-	// connections at a time.
+	// connections at a time; h has protect behind its access check.
 	newMetricsServer := func(h http.Handler, ln net.Listener) *Server {
 		ll := newLimitListener(ln, maxConns)
 		s := newServer(refuseBody(h), ll)
 		s.srv.ConnState = ll.connState
+		s.srv.ConnContext = ll.connContext
 		return s
 	}
+	// Behind the access check (none on the socket but its mode), a
+	// request's connection is no longer closed to make room.
+	metrics = protect(metrics)
 	if p.Socket != "" {
 		ln, err := ListenUnix(p.Socket, SocketOptions{Mode: 0o660, GID: p.SocketGID})
 		if err != nil {

@@ -8,11 +8,14 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,6 +115,31 @@ func r10Dial(t *testing.T, network, addr string, tc *tls.Config) net.Conn {
 	return c
 }
 
+// waitingChecks counts the goroutines in a password check (running one
+// or waiting for its turn).
+func waitingChecks() int {
+	buf := make([]byte, 8<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "(*basicAuth).check(")
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func basicHeader(user, pass string) string {
+	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)) + "\r\n"
+}
+
 // TestReview10BodyNeverSent: a request that announces a body (a length,
 // chunks, or Expect: 100-continue) and never sends it. net/http reads up
 // to 256 KiB of an unread body after the handler, to keep the connection,
@@ -180,4 +208,81 @@ func TestReview10BodyNeverSent(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestReview10PipelinedUnread: a client without a password pipelines
+// requests and reads no answer. Its 401s fill the socket buffers, the
+// server's write blocks, and the connection counted as serving a request
+// (never closed) until the write timeout, --scrape-timeout + 30 s,
+// renewed by reconnecting: two such connections locked scrapes out of a
+// listener of 2. Only a request that passed the access check now keeps
+// its connection from being closed for a newcomer.
+func TestReview10PipelinedUnread(t *testing.T) {
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
+			web, tc := r10Web(t, tlsOn)
+			_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+			flood := strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 100000)
+			for range 2 {
+				c := r10Dial(t, "tcp", addr, tc)
+				go io.WriteString(c, flood) // ends when the test closes c
+			}
+			time.Sleep(500 * time.Millisecond)
+			if code, err := r10Scrape(addr, tc, 3*time.Second); err != nil || code != 200 {
+				t.Fatalf("scrape: %d, %v; want 200", code, err)
+			}
+		})
+	}
+}
+
+// TestReview10WrongPasswordQueue: wrong passwords wait in turn for a
+// bcrypt check (one at a time). Each waiting request counted as serving,
+// so a few connections with wrong passwords held every slot for as long
+// as bcrypt kept them queued, and a scrape whose password was known
+// (remembered, no bcrypt) could not get a connection. A request waiting
+// for its check may now be closed for a newcomer, and its wait ends with
+// its connection, so closed requests do not pile up behind bcrypt. The
+// check in progress is played by holding the semaphore.
+func TestReview10WrongPasswordQueue(t *testing.T) {
+	web, _ := r10Web(t, false)
+	s, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+	if code, err := r10Scrape(addr, nil, 5*time.Second); err != nil || code != 200 {
+		t.Fatalf("first scrape: %d, %v", code, err)
+	}
+	// Its connection gone, so that the newcomers below close none but
+	// each other.
+	ll := s.ln.(*limitListener)
+	if !eventually(func() bool { return len(ll.slots) == 0 }) {
+		t.Fatal("the first scrape's connection is still held")
+	}
+	base := waitingChecks()
+	web.auth.sem <- struct{}{}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			<-web.auth.sem
+		}
+	}
+	defer release()
+	wrong := "GET /metrics HTTP/1.1\r\nHost: x\r\n" + basicHeader("prometheus", "wrong") + "\r\n"
+	for range 2 {
+		io.WriteString(r10Dial(t, "tcp", addr, nil), wrong)
+	}
+	if !eventually(func() bool { return waitingChecks()-base == 2 }) {
+		t.Fatalf("%d checks waiting, want 2", waitingChecks()-base)
+	}
+	if code, err := r10Scrape(addr, nil, 3*time.Second); err != nil || code != 200 {
+		t.Fatalf("scrape with a remembered password while wrong ones wait: %d, %v; want 200", code, err)
+	}
+	// A flood of wrong passwords: each newcomer closes a waiting one,
+	// whose check gives up; at most the slots' worth keep waiting.
+	for range 30 {
+		io.WriteString(r10Dial(t, "tcp", addr, nil), wrong)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !eventually(func() bool { return waitingChecks()-base <= 2 }) {
+		t.Errorf("%d checks waiting for a listener of 2 connections", waitingChecks()-base)
+	}
+	release()
 }
