@@ -109,6 +109,12 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		s := newServer(refuseBody(h), ll)
 		s.srv.ConnState = ll.connState
 		s.srv.ConnContext = ll.connContext
+		// HTTP/1.1 only: an HTTP/2 connection (offered over TLS)
+		// carries up to 250 requests at once, which the limit, counting
+		// connections, would not bound. Prometheus scrapes with
+		// HTTP/1.1.
+		s.srv.Protocols = new(http.Protocols)
+		s.srv.Protocols.SetHTTP1(true)
 		return s
 	}
 	// Behind the access check (none on the socket but its mode), a

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -285,4 +286,59 @@ func TestReview10WrongPasswordQueue(t *testing.T) {
 		t.Errorf("%d checks waiting for a listener of 2 connections", waitingChecks()-base)
 	}
 	release()
+}
+
+// TestReview10HTTP2: net/http speaks HTTP/2 over TLS to a client that
+// offers it, and an HTTP/2 connection carries up to 250 requests at
+// once: 200 wrong-password requests on one connection all waited for
+// their check at once, on a listener of 2 connections (a request's
+// headers, up to the header limit each, held meanwhile). The metrics
+// listeners now speak HTTP/1.1 only (Prometheus' scrapes do). Unencrypted
+// HTTP/2 (prior knowledge) is not served either.
+func TestReview10HTTP2(t *testing.T) {
+	web, tc := r10Web(t, true)
+	_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxConnsPerHost: 1}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
+	req.SetBasicAuth("prometheus", "s3cret")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Proto != "HTTP/1.1" || resp.StatusCode != 200 {
+		t.Errorf("scrape offering h2: %s %d, want HTTP/1.1 200", resp.Proto, resp.StatusCode)
+	}
+
+	base := waitingChecks()
+	web.auth.sem <- struct{}{}
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
+			req.SetBasicAuth("prometheus", "wrong")
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	n := waitingChecks() - base
+	<-web.auth.sem
+	wg.Wait()
+	if n > 2 {
+		t.Errorf("%d requests in their password check at once, on one connection to a listener of 2", n)
+	}
+
+	// h2c with prior knowledge, on a plain listener.
+	_, plain := r10Listen(t, Listeners{MaxConns: 2}, nil, nil)
+	c := r10Dial(t, "tcp", plain, nil)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	b, _ := io.ReadAll(c)
+	if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 ") {
+		t.Errorf("answer to an HTTP/2 preface: %q", b)
+	}
 }
