@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -14,8 +15,13 @@ const DefaultMaxConnections = 64
 
 // maxHeaderBytes bounds a request's headers. A scrape sends well under
 // 1 KiB; net/http's default (1 MiB) would let each held connection cost
-// a megabyte.
-const maxHeaderBytes = 32 << 10
+// a megabyte. It bounds bytes, not memory: net/http keeps a map entry
+// per header name while the headers arrive, so 36 KiB of headers with
+// short names ("0:" to "1fff:"; 32 KiB here, plus the 4,096 bytes
+// net/http allows beyond it) held 508 KiB per connection, 32 MiB for 64
+// connections (the agent went from 27 to 90 MiB of RSS). With 4 KiB
+// (8 KiB on the wire), about 130 KiB.
+const maxHeaderBytes = 4 << 10
 
 // limitListener holds at most cap(slots) connections at a time, so that
 // a client opening connections without end (an unauthenticated one, on
@@ -27,12 +33,18 @@ const maxHeaderBytes = 32 << 10
 // A connection that arrives when every slot is taken makes room: the
 // connection idle the longest (kept alive between requests) is closed,
 // or, when none is idle, the one that has waited the longest without
-// sending a request. A connection serving a request is never closed, so
-// a flood of connections cannot lock a scrape out: the scrape's own
-// connection is the newest, and once its request is in, it is safe.
-// Prometheus' client opens a new connection when its idle one was
-// closed. Only when every slot is serving a request does a new
-// connection wait, for the first to end.
+// being served: no request yet, or one that has not passed the access
+// check (waiting for its bcrypt turn, or being refused). A connection
+// serving a request that passed it (protect) is never closed, so a flood
+// of connections cannot lock a scrape out: the scrape's own connection
+// is the newest, and once its request is in and allowed, it is safe.
+// (Were every request read protected, a client with no password could
+// hold every slot: with wrong passwords queued for bcrypt, or with
+// pipelined requests whose 401s it never reads, which keep the server
+// writing until the write timeout.) Prometheus' client opens a new
+// connection when its idle one was closed. Only when every slot is
+// serving an allowed request does a new connection wait, for the first
+// to end.
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
@@ -42,14 +54,14 @@ type limitListener struct {
 
 	mu sync.Mutex
 	// waiting holds the connections that may be closed to make room:
-	// those idle and those not yet asked anything, as the server reports
-	// them (ConnState), with when they became so.
+	// those idle and those not being served, as the server reports them
+	// (ConnState) and protect, with when they became so.
 	waiting map[net.Conn]waitingConn
 }
 
 type waitingConn struct {
 	since time.Time
-	idle  bool // kept alive after a request; else new, nothing asked yet
+	idle  bool // kept alive after a request; else nothing asked yet, or not allowed yet
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
@@ -139,7 +151,9 @@ func (l *limitListener) connState(c net.Conn, s http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch s {
-	case http.StateNew:
+	case http.StateNew, http.StateActive:
+		// A request read is not yet one served: protect says when it
+		// passed the access check.
 		l.waiting[c] = waitingConn{since: time.Now()}
 		l.poke()
 	case http.StateIdle:
@@ -148,6 +162,62 @@ func (l *limitListener) connState(c net.Conn, s http.ConnState) {
 	default:
 		delete(l.waiting, c)
 	}
+}
+
+// connKey is the request context's key for the connection and its
+// listener (connContext), which protect needs.
+type connKey struct{}
+
+type connRef struct {
+	l *limitListener
+	c net.Conn
+}
+
+// connContext is the server's ConnContext hook: it gives each request
+// its connection, as ConnState names it.
+func (l *limitListener) connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, connRef{l, c})
+}
+
+// protect wraps the handler that serves what a request was allowed to
+// ask: from the moment a request reaches it, its connection is no longer
+// closed to make room (until it is idle again). It goes behind the access
+// check, so that only a client with the password (or any client, on
+// --no-auth and on the socket) holds a slot that way.
+func protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ref, ok := r.Context().Value(connKey{}).(connRef); ok {
+			ref.l.serving(ref.c)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serving takes c out of the connections makeRoom may close; the server
+// puts it back when the request is done and c idle (connState).
+func (l *limitListener) serving(c net.Conn) {
+	l.mu.Lock()
+	delete(l.waiting, c)
+	l.mu.Unlock()
+}
+
+// refuseBody refuses a request with a body: nothing the metrics
+// listeners serve takes one. After its handler, net/http reads up to
+// 256 KiB of a body left unread, to keep the connection, with no deadline
+// (the server has no ReadTimeout): a client that announced a body (a
+// length, chunks, Expect: 100-continue) and sent none held its
+// connection, being served, for ever. The read deadline in the past
+// makes that read fail at once, and the connection is closed.
+func refuseBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 { // -1: chunked, length unknown
+			h.ServeHTTP(w, r)
+			return
+		}
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+		w.Header().Set("Connection", "close")
+		http.Error(w, "memwho: a request takes no body", http.StatusRequestEntityTooLarge)
+	})
 }
 
 // poke wakes an Accept waiting for a connection it may close.

@@ -103,13 +103,23 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		maxConns = DefaultMaxConnections
 	}
 	// newMetricsServer serves metrics on ln, at most maxConns
-	// connections at a time.
+	// connections at a time; h has protect behind its access check.
 	newMetricsServer := func(h http.Handler, ln net.Listener) *Server {
 		ll := newLimitListener(ln, maxConns)
-		s := newServer(h, ll)
+		s := newServer(refuseBody(h), ll)
 		s.srv.ConnState = ll.connState
+		s.srv.ConnContext = ll.connContext
+		// HTTP/1.1 only: an HTTP/2 connection (offered over TLS)
+		// carries up to 250 requests at once, which the limit, counting
+		// connections, would not bound. Prometheus scrapes with
+		// HTTP/1.1.
+		s.srv.Protocols = new(http.Protocols)
+		s.srv.Protocols.SetHTTP1(true)
 		return s
 	}
+	// Behind the access check (none on the socket but its mode), a
+	// request's connection is no longer closed to make room.
+	metrics = protect(metrics)
 	if p.Socket != "" {
 		ln, err := ListenUnix(p.Socket, SocketOptions{Mode: 0o660, GID: p.SocketGID})
 		if err != nil {

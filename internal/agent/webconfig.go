@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -126,7 +127,7 @@ func (c *WebConfig) Handler(h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
-		if ok && c.auth.check(user, pass) {
+		if ok && c.auth.check(r.Context(), user, pass) {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -344,7 +345,12 @@ func (a *basicAuth) mac(user, pass string) [sha256.Size]byte {
 	return out
 }
 
-func (a *basicAuth) check(user, pass string) bool {
+// check reports whether pass is user's password. It gives up (false)
+// when ctx ends while it waits for its turn: the connection was closed,
+// by its client or to make room for another (limitListener), and a
+// request nobody waits for must not keep its place, or closed requests
+// would pile up behind bcrypt without bound.
+func (a *basicAuth) check(ctx context.Context, user, pass string) bool {
 	sum := a.mac(user, pass)
 	a.mu.Lock()
 	cached, ok := a.good[user]
@@ -356,7 +362,11 @@ func (a *basicAuth) check(user, pass string) bool {
 	if !known {
 		hash = a.dummy
 	}
-	a.sem <- struct{}{}
+	select {
+	case a.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
 	err := bcrypt.CompareHashAndPassword(hash, []byte(pass))
 	<-a.sem
 	if err != nil || !known {
