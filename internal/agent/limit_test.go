@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -21,25 +20,19 @@ import (
 // returns the TCP address and the server.
 func listenLimited(t *testing.T, p Listeners, h http.Handler) (string, *Server) {
 	t.Helper()
-	p.TCP = "127.0.0.1:0"
-	if h == nil {
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "figures\n") })
-	}
-	servers, err := p.Listen(h, time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, servers) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
+	s, addr := r10Listen(t, p, h, nil)
+	return addr, s
+}
+
+// countOpen returns how many of conns the server still holds open.
+func countOpen(conns []net.Conn) int {
+	n := 0
+	for _, c := range conns {
+		if !closedByServer(c) {
+			n++
 		}
-	})
-	s := servers[len(servers)-1]
-	return s.ln.Addr().String(), s
+	}
+	return n
 }
 
 // askAndKeep sends one request on a new connection (with no
@@ -118,13 +111,7 @@ func TestMaxConnectionsIdle(t *testing.T) {
 			// The server holds the limit: the newest, and three of the
 			// others (the longest idle by the server's clock, which a
 			// busy machine may order otherwise than the client).
-			open := 0
-			for _, c := range conns {
-				if !closedByServer(c) {
-					open++
-				}
-			}
-			if open != 4 {
+			if open := countOpen(conns); open != 4 {
 				t.Errorf("%d of %d connections held open, want 4", open, len(conns))
 			}
 			if closedByServer(conns[len(conns)-1]) {
@@ -295,16 +282,7 @@ func TestMaxConnectionsSocket(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	sock := filepath.Join(dir, "m.sock")
-	p := Listeners{Socket: sock, SocketGID: -1, MaxConns: 3}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "figures\n") })
-	servers, err := p.Listen(h, time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, servers) }()
-	defer func() { cancel(); <-done }()
+	r10Listen(t, Listeners{Socket: sock, SocketGID: -1, MaxConns: 3}, nil, nil)
 	var conns []net.Conn
 	for range 10 {
 		c, err := net.Dial("unix", sock)
@@ -324,18 +302,12 @@ func TestMaxConnectionsSocket(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	open := 0
-	for _, c := range conns {
-		if !closedByServer(c) {
-			open++
-		}
-	}
-	if open != 3 {
+	if open := countOpen(conns); open != 3 {
 		t.Errorf("%d connections held open, want 3", open)
 	}
 }
 
-// TestMaxHeaderBytes: a request whose headers pass 32 KiB is refused
+// TestMaxHeaderBytes: a request whose headers pass the limit is refused
 // (431) instead of being held in memory up to net/http's 1 MiB.
 func TestMaxHeaderBytes(t *testing.T) {
 	addr, _ := listenLimited(t, Listeners{}, nil)

@@ -640,13 +640,7 @@ func TestReview10SlotLeaks(t *testing.T) {
 				c.SetDeadline(time.Time{})
 				conns = append(conns, c)
 			}
-			open := 0
-			for _, c := range conns {
-				if !closedByServer(c) {
-					open++
-				}
-			}
-			if open != 3 {
+			if open := countOpen(conns); open != 3 {
 				t.Errorf("%d connections held after the churn, want 3", open)
 			}
 		})
