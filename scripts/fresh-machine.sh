@@ -25,11 +25,12 @@
 # (the temporary directory is printed, and kept when a run fails).
 #
 # Inside a container two kinds of test meet limits that a machine has
-# not: podman cannot start a container on overlay over overlayfs
-# (TestPodmanLive skips, saying so), and a process moved into a planted
-# cgroup sits below this container's own libpod scope, which memwho
-# names first (two subtests of TestPrivilegedInstall's review2 container
-# attacks fail). Both are listed at the end when they occur.
+# not, and skip there, saying so: podman cannot start a container on
+# overlay over overlayfs (TestPodmanLive), and a process moved into a
+# planted cgroup sits below this container's own libpod scope, which
+# memwho names first (the container attacks of TestPrivilegedInstall).
+# The normal user's run is held to the container's nproc limit (1000
+# threads), as on a machine that limits its users.
 set -euo pipefail
 
 SUITE=${SUITE:-bookworm}
@@ -87,7 +88,6 @@ cat >"$TMP/both.sh" <<EOF
 /fresh/inside.sh > /fresh/root.log 2>&1
 if [ "$USER_RUN" = 1 ]; then
 	useradd -m -s /bin/bash fresh
-	chmod 755 /usr/local/go 2>/dev/null
 	su fresh -c 'HOME=/home/fresh /fresh/inside.sh' > /fresh/user.log 2>&1
 fi
 EOF

@@ -87,7 +87,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		select {
 		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+			return l.held(c), nil
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
@@ -98,13 +98,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+			return l.held(c), nil
 		case <-l.wake:
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
 		}
 	}
+}
+
+// held wraps c, which has taken a slot, to free it when closed.
+func (l *limitListener) held(c net.Conn) net.Conn {
+	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}
 }
 
 // Close closes the listener and ends a waiting Accept.
@@ -114,8 +119,9 @@ func (l *limitListener) Close() error {
 }
 
 // makeRoom closes the connection idle the longest or, with none idle,
-// the one that has waited the longest for its first request; its slot is
-// free when it returns true.
+// the one that has waited the longest without being served; its slot is
+// free when it returns true (unless the server had closed it already:
+// the caller then asks again).
 func (l *limitListener) makeRoom() bool {
 	l.mu.Lock()
 	var (
