@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultMaxConnections is how many connections each metrics listener
@@ -57,6 +60,16 @@ type limitListener struct {
 	// those idle and those not being served, as the server reports them
 	// (ConnState) and protect, with when they became so.
 	waiting map[net.Conn]waitingConn
+	// served holds the connections serving an allowed request (protect),
+	// with when it began; bySource counts the held connections of each
+	// source (sourceOf).
+	served   map[net.Conn]servedConn
+	bySource map[string]int
+}
+
+type servedConn struct {
+	since  time.Time
+	source string
 }
 
 type waitingConn struct {
@@ -71,6 +84,8 @@ func newLimitListener(ln net.Listener, n int) *limitListener {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		waiting:  make(map[net.Conn]waitingConn),
+		served:   make(map[net.Conn]servedConn),
+		bySource: make(map[string]int),
 	}
 }
 
@@ -84,21 +99,22 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	src := sourceOf(c)
 	for {
 		select {
 		case l.slots <- struct{}{}:
-			return l.held(c), nil
+			return l.held(c, src), nil
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
 		default:
 		}
-		if l.makeRoom() {
+		if l.makeRoom(src) {
 			continue
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return l.held(c), nil
+			return l.held(c, src), nil
 		case <-l.wake:
 		case <-l.done:
 			c.Close()
@@ -108,8 +124,40 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // held wraps c, which has taken a slot, to free it when closed.
-func (l *limitListener) held(c net.Conn) net.Conn {
-	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}
+func (l *limitListener) held(c net.Conn, src string) net.Conn {
+	l.mu.Lock()
+	l.bySource[src]++
+	l.mu.Unlock()
+	return &limitConn{Conn: c, source: src, release: sync.OnceFunc(func() {
+		l.mu.Lock()
+		if l.bySource[src]--; l.bySource[src] <= 0 {
+			delete(l.bySource, src)
+		}
+		l.mu.Unlock()
+		<-l.slots
+	})}
+}
+
+// sourceOf names who is at the other end of c: the IP address of a TCP
+// peer, the user of a unix socket's peer (SO_PEERCRED).
+func sourceOf(c net.Conn) string {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			return a.IP.String()
+		}
+	case *net.UnixConn:
+		if rc, err := c.SyscallConn(); err == nil {
+			var cred *unix.Ucred
+			rc.Control(func(fd uintptr) {
+				cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+			})
+			if cred != nil {
+				return "uid " + strconv.FormatUint(uint64(cred.Uid), 10)
+			}
+		}
+	}
+	return c.RemoteAddr().String()
 }
 
 // Close closes the listener and ends a waiting Accept.
@@ -118,11 +166,21 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// makeRoom closes the connection idle the longest or, with none idle,
-// the one that has waited the longest without being served; its slot is
-// free when it returns true (unless the server had closed it already:
-// the caller then asks again).
-func (l *limitListener) makeRoom() bool {
+// makeRoom closes, for a newcomer from src, the connection idle the
+// longest or, with none idle, the one that has waited the longest
+// without being served; with none of those, the longest-served
+// connection of the source that holds the most, when it holds at least
+// two more than src. Its slot is free when it returns true (unless the
+// server had closed it already: the caller then asks again).
+//
+// The last rule is for a client allowed to ask (anyone on --no-auth, a
+// password holder, a member of the socket's group) who asks on every
+// slot and reads no answer: each connection stays served until the
+// write timeout, and without it they would lock every other source out.
+// One source holding a single slot more than another keeps it: a
+// scrape in progress is never cut for a client that already has as
+// many.
+func (l *limitListener) makeRoom(src string) bool {
 	l.mu.Lock()
 	var (
 		pick net.Conn
@@ -137,6 +195,10 @@ func (l *limitListener) makeRoom() bool {
 		}
 	}
 	delete(l.waiting, pick)
+	if pick == nil {
+		pick = l.hogsConn(src)
+		delete(l.served, pick)
+	}
 	l.mu.Unlock()
 	if pick == nil {
 		return false
@@ -151,11 +213,37 @@ func (l *limitListener) makeRoom() bool {
 	return true
 }
 
+// hogsConn returns the longest-served connection of the source holding
+// the most connections, if it holds at least two more than src, else
+// nil. l.mu is held.
+func (l *limitListener) hogsConn(src string) net.Conn {
+	hog, most := "", 0
+	for s, n := range l.bySource {
+		if n > most {
+			hog, most = s, n
+		}
+	}
+	if hog == src || most < l.bySource[src]+2 {
+		return nil
+	}
+	var (
+		pick  net.Conn
+		since time.Time
+	)
+	for c, sc := range l.served {
+		if sc.source == hog && (pick == nil || sc.since.Before(since)) {
+			pick, since = c, sc.since
+		}
+	}
+	return pick
+}
+
 // connState is the server's ConnState hook: it keeps the set of
 // connections that makeRoom may close.
 func (l *limitListener) connState(c net.Conn, s http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.served, c)
 	switch s {
 	case http.StateNew, http.StateActive:
 		// A request read is not yet one served: protect says when it
@@ -199,12 +287,29 @@ func protect(h http.Handler) http.Handler {
 	})
 }
 
-// serving takes c out of the connections makeRoom may close; the server
-// puts it back when the request is done and c idle (connState).
+// serving takes c out of the connections makeRoom may close for anyone;
+// the server puts it back when the request is done and c idle
+// (connState). Only a newcomer from another source, when c's holds two
+// more connections than the newcomer's, may still close it (hogsConn).
 func (l *limitListener) serving(c net.Conn) {
+	src := ""
+	if lc := holder(c); lc != nil {
+		src = lc.source
+	}
 	l.mu.Lock()
 	delete(l.waiting, c)
+	l.served[c] = servedConn{since: time.Now(), source: src}
 	l.mu.Unlock()
+}
+
+// holder returns the limitConn beneath c, as the server names it (itself,
+// or a *tls.Conn over it).
+func holder(c net.Conn) *limitConn {
+	if t, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = t.NetConn()
+	}
+	lc, _ := c.(*limitConn)
+	return lc
 }
 
 // refuseBody refuses a request with a body: nothing the metrics
@@ -237,6 +342,7 @@ func (l *limitListener) poke() {
 // limitConn frees its listener's slot when closed, once.
 type limitConn struct {
 	net.Conn
+	source  string // sourceOf
 	release func()
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -172,8 +173,10 @@ func TestMaxConnectionsSilent(t *testing.T) {
 	}
 }
 
-// TestMaxConnectionsBusy: a connection serving a request is never
-// closed; a newcomer finding every slot busy waits for one to end.
+// TestMaxConnectionsBusy: a connection serving a request is not closed
+// for a newcomer from its own address (nor from one whose address holds
+// as many, or one fewer); a newcomer finding every slot busy waits for
+// one to end.
 func TestMaxConnectionsBusy(t *testing.T) {
 	release := make(chan struct{})
 	var started sync.WaitGroup
@@ -330,5 +333,106 @@ func TestMaxHeaderBytes(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%d bytes of headers: status %d, want %d", tc.size, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// fromIP is an HTTP client whose connections come from ip, a loopback
+// address of its own: another source to the limit.
+func fromIP(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// TestMaxConnectionsHog: a client allowed to ask that holds every slot
+// with requests it never lets end (answers it does not read keep a
+// connection served until the write timeout) does not lock other
+// sources out: a newcomer from another address closes the hog's
+// longest-served connection. A source holding one slot more than the
+// newcomer's keeps it (TestMaxConnectionsBusy: all from one address).
+func TestMaxConnectionsHog(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			started.Done()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, "figures\n")
+	})
+	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, h)
+	hog := fromIP("127.0.0.1")
+	slow := make(chan error, 4)
+	for range 4 {
+		go func() {
+			resp, err := hog.Get("http://" + addr + "/slow")
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			slow <- err
+		}()
+	}
+	started.Wait()
+	resp, err := fromIP("127.0.0.2").Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a newcomer from another address: %v", err)
+	}
+	resp.Body.Close()
+	select {
+	case err := <-slow:
+		if err == nil {
+			t.Error("a hog's request ended without error: none was closed to make room")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no hog's connection was closed")
+	}
+}
+
+// TestSourceOf: TCP peers are told apart by address, unix-socket peers
+// by user.
+func TestSourceOf(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := sourceOf(s); got != "127.0.0.3" {
+		t.Errorf("TCP source %q, want 127.0.0.3", got)
+	}
+
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	uln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	uc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	us, err := uln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer us.Close()
+	if got, want := sourceOf(us), "uid "+strconv.Itoa(os.Getuid()); got != want {
+		t.Errorf("unix source %q, want %q", got, want)
 	}
 }
