@@ -94,33 +94,65 @@ func newLimitListener(ln net.Listener, n int) *limitListener {
 // free. A connection is accepted before any other is closed, so that
 // connections are closed only for a client that is there: the one
 // waiting holds the only descriptor above the limit.
+//
+// A newcomer for which no room can be made is closed at once, rather
+// than waiting, when a newcomer from a source holding nothing could
+// have made room (blocksOthers): while it waits, the connections behind
+// it stay in the kernel's backlog, never accepted, so one connection
+// more than the limit from the source holding the slots kept every
+// other source out until the write timeout.
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	src := sourceOf(c)
+accept:
 	for {
-		select {
-		case l.slots <- struct{}{}:
-			return l.held(c, src), nil
-		case <-l.done:
-			c.Close()
-			return nil, net.ErrClosed
-		default:
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
 		}
-		if l.makeRoom(src) {
-			continue
-		}
-		select {
-		case l.slots <- struct{}{}:
-			return l.held(c, src), nil
-		case <-l.wake:
-		case <-l.done:
-			c.Close()
-			return nil, net.ErrClosed
+		src := sourceOf(c)
+		for {
+			select {
+			case l.slots <- struct{}{}:
+				return l.held(c, src), nil
+			case <-l.done:
+				c.Close()
+				return nil, net.ErrClosed
+			default:
+			}
+			if l.makeRoom(src) {
+				continue
+			}
+			if l.blocksOthers(src) {
+				c.Close()
+				continue accept
+			}
+			select {
+			case l.slots <- struct{}{}:
+				return l.held(c, src), nil
+			case <-l.wake:
+			case <-l.done:
+				c.Close()
+				return nil, net.ErrClosed
+			}
 		}
 	}
+}
+
+// blocksOthers reports whether a newcomer from src, for which no room
+// could be made, would keep out, by waiting, one from a source holding
+// nothing for which hogsConn would close a connection: src holds a slot
+// and some source holds two.
+func (l *limitListener) blocksOthers(src string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bySource[src] == 0 {
+		return false
+	}
+	for _, n := range l.bySource {
+		if n >= 2 {
+			return true
+		}
+	}
+	return false
 }
 
 // held wraps c, which has taken a slot, to free it when closed.
