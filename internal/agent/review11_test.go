@@ -5,6 +5,7 @@ package agent
 // the most slots (hogsConn), over real connections.
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -98,5 +99,187 @@ func TestReview11HogQueuesAhead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("none of the hog's served connections was closed")
+	}
+}
+
+// TestReview11MappedAddress: on a dual-stack listener (--listen
+// [::]:PORT) an IPv4 client may arrive as 127.0.0.1 or as
+// ::ffff:127.0.0.1; counted as two sources, one client could hold
+// slots under both names and look half its size. Both are one source.
+func TestReview11MappedAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::]:0")
+	if err != nil {
+		t.Skipf("no dual-stack listener: %v", err)
+	}
+	ll := newLimitListener(ln, 4)
+	defer ll.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for _, host := range []string{"127.0.0.1", "::ffff:127.0.0.1"} {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 5*time.Second)
+		if err != nil {
+			t.Skipf("dial %s: %v", host, err)
+		}
+		defer c.Close()
+		s, err := ll.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	if n := ll.bySource["127.0.0.1"]; n != 2 || len(ll.bySource) != 1 {
+		t.Errorf("sources %v, want 127.0.0.1 holding 2", ll.bySource)
+	}
+}
+
+// r11TLSClient is a client from ip over TLS (tc) that sends the password.
+func r11TLSClient(ip string, tc *tls.Config) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 20 * time.Second, Transport: &authTransport{
+		&http.Transport{DialContext: d.DialContext, TLSClientConfig: tc},
+	}}
+}
+
+type authTransport struct{ rt http.RoundTripper }
+
+func (a *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.SetBasicAuth("prometheus", "s3cret")
+	return a.rt.RoundTrip(r)
+}
+
+// TestReview11HogTLS: the rule under TLS and basic auth, where the
+// server names a connection by its *tls.Conn (served is keyed by it) and
+// the source is found beneath it. A password holder from one address
+// on every slot that reads nothing: a scrape from another address is
+// answered at once, one of the hog's connections closed beneath TLS
+// (no 5 s close_notify to a peer that reads nothing).
+func TestReview11HogTLS(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(3)
+	web, tc := r10Web(t, true)
+	_, addr := r10Listen(t, Listeners{MaxConns: 3, Web: web}, r11Slow(release, &started), nil)
+	hog := r11TLSClient("127.0.0.1", tc)
+	hogs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			resp, err := hog.Get("https://" + addr + "/slow")
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			hogs <- err
+		}()
+	}
+	started.Wait()
+	scrape := r11TLSClient("127.0.0.2", tc)
+	scrape.Timeout = 3 * time.Second
+	begin := time.Now()
+	resp, err := scrape.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape from another address: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d", resp.StatusCode)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("scrape took %v", d)
+	}
+	select {
+	case err := <-hogs:
+		if err == nil {
+			t.Error("a hog's request ended without error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("none of the hog's connections was closed")
+	}
+}
+
+// TestReview11CountsAfterChurn: the rule's closes raced with the
+// server's own (the hog's requests let end as the newcomer arrives),
+// twenty rounds, then every client gone: no slot, no source count, no
+// served or waiting entry may be left (a leaked count would make a
+// source look like a hog for good, a stale served entry be picked
+// again).
+func TestReview11CountsAfterChurn(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		release = make(chan struct{})
+	)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			mu.Lock()
+			ch := release
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, "figures\n")
+	})
+	s, addr := r10Listen(t, Listeners{MaxConns: 3}, h, nil)
+	ll := s.ln.(*limitListener)
+	hog, other := fromIP("127.0.0.1"), fromIP("127.0.0.2")
+	// A fresh connection per request: net/http's client sends a GET
+	// again when its kept-alive connection was closed, which would carry
+	// a /slow cut in one round into the next.
+	hog.Transport.(*http.Transport).DisableKeepAlives = true
+	get := func(c *http.Client, path string, wg *sync.WaitGroup) {
+		defer wg.Done()
+		if resp, err := c.Get("http://" + addr + path); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	for round := range 20 {
+		// The last round's connections from the hog all closed: while
+		// one still holds a slot, a newcomer from the hog finding every
+		// slot served is closed (blocksOthers), not kept waiting.
+		if !eventually(func() bool {
+			ll.mu.Lock()
+			defer ll.mu.Unlock()
+			return ll.bySource["127.0.0.1"] == 0
+		}) {
+			t.Fatalf("round %d: the hog's connections left open", round)
+		}
+		var wg sync.WaitGroup
+		wg.Add(5)
+		for range 3 {
+			go get(hog, "/slow", &wg)
+		}
+		if !eventually(func() bool {
+			ll.mu.Lock()
+			defer ll.mu.Unlock()
+			return len(ll.served) == 3
+		}) {
+			ll.mu.Lock()
+			t.Fatalf("round %d: the hog's requests not all served: %d slots, sources %v, %d served, %d waiting", round, len(ll.slots), ll.bySource, len(ll.served), len(ll.waiting))
+		}
+		go get(other, "/metrics", &wg)
+		go get(hog, "/metrics", &wg)
+		if round%2 == 0 {
+			time.Sleep(time.Duration(round) * 100 * time.Microsecond)
+		}
+		mu.Lock()
+		close(release)
+		release = make(chan struct{})
+		mu.Unlock()
+		wg.Wait()
+	}
+	hog.CloseIdleConnections()
+	other.CloseIdleConnections()
+	if !eventually(func() bool {
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		return len(ll.slots) == 0 && len(ll.bySource) == 0 && len(ll.served) == 0 && len(ll.waiting) == 0
+	}) {
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		t.Fatalf("left: %d slots, sources %v, %d served, %d waiting", len(ll.slots), ll.bySource, len(ll.served), len(ll.waiting))
 	}
 }
