@@ -47,7 +47,8 @@ const maxHeaderBytes = 4 << 10
 // writing until the write timeout.) Prometheus' client opens a new
 // connection when its idle one was closed. Only when every slot is
 // serving an allowed request does a new connection wait, for the first
-// to end.
+// to end, or, when another's newcomer could make room, get closed
+// (Accept).
 type limitListener struct {
 	net.Listener
 	slots chan struct{}
