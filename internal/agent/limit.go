@@ -190,7 +190,11 @@ func sourceOf(c net.Conn) string {
 			}
 		}
 	}
-	return c.RemoteAddr().String()
+	// A peer the kernel did not name still counts, as one source.
+	if a := c.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return "unnamed"
 }
 
 // Close closes the listener and ends a waiting Accept.
