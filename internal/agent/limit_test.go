@@ -354,43 +354,14 @@ func TestMaxConnectionsHog(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			started.Done()
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		io.WriteString(w, "figures\n")
-	})
-	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, h)
-	hog := fromIP("127.0.0.1")
-	slow := make(chan error, 4)
-	for range 4 {
-		go func() {
-			resp, err := hog.Get("http://" + addr + "/slow")
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			slow <- err
-		}()
-	}
-	started.Wait()
+	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, r11Slow(release, &started))
+	hogs := r11Hold(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
 	resp, err := fromIP("127.0.0.2").Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("a newcomer from another address: %v", err)
 	}
 	resp.Body.Close()
-	select {
-	case err := <-slow:
-		if err == nil {
-			t.Error("a hog's request ended without error: none was closed to make room")
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("no hog's connection was closed")
-	}
+	r11WantCut(t, hogs)
 }
 
 // TestSourceOf: TCP peers are told apart by address, unix-socket peers

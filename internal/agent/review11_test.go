@@ -30,15 +30,15 @@ func r11Slow(release chan struct{}, started *sync.WaitGroup) http.Handler {
 	})
 }
 
-// r11Hold starts n /slow requests from ip and waits until they are all
-// served; their errors arrive on the channel returned.
-func r11Hold(t *testing.T, addr, ip string, n int, started *sync.WaitGroup) <-chan error {
+// r11Hold starts n requests for base+"/slow" with client and waits
+// until they are all served; their errors arrive on the channel
+// returned.
+func r11Hold(t *testing.T, client *http.Client, base string, n int, started *sync.WaitGroup) <-chan error {
 	t.Helper()
-	client := fromIP(ip)
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			resp, err := client.Get("http://" + addr + "/slow")
+			resp, err := client.Get(base + "/slow")
 			if err == nil {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -48,6 +48,20 @@ func r11Hold(t *testing.T, addr, ip string, n int, started *sync.WaitGroup) <-ch
 	}
 	started.Wait()
 	return errs
+}
+
+// r11WantCut fails t unless one of the hog's held requests ends with an
+// error (its connection closed to make room) within 5 s.
+func r11WantCut(t *testing.T, hogs <-chan error) {
+	t.Helper()
+	select {
+	case err := <-hogs:
+		if err == nil {
+			t.Error("a hog's request ended without error: none was closed to make room")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("none of the hog's connections was closed")
+	}
 }
 
 // r11Dial opens a TCP connection from ip to addr, closed at the test's end.
@@ -75,7 +89,7 @@ func TestReview11HogQueuesAhead(t *testing.T) {
 	var started sync.WaitGroup
 	started.Add(4)
 	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, r11Slow(release, &started))
-	hogs := r11Hold(t, addr, "127.0.0.1", 4, &started)
+	hogs := r11Hold(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
 	extra := r11Dial(t, "127.0.0.1", addr)
 	io.WriteString(extra, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	if !closedByServer(extra) {
@@ -93,14 +107,7 @@ func TestReview11HogQueuesAhead(t *testing.T) {
 		t.Fatalf("a scrape from another address behind the hog's extra connection: %v", err)
 	}
 	resp.Body.Close()
-	select {
-	case err := <-hogs:
-		if err == nil {
-			t.Error("a hog's request ended without error")
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("none of the hog's served connections was closed")
-	}
+	r11WantCut(t, hogs)
 }
 
 // TestReview11MappedAddress: on a dual-stack listener (--listen
@@ -163,19 +170,7 @@ func TestReview11HogTLS(t *testing.T) {
 	started.Add(3)
 	web, tc := r10Web(t, true)
 	_, addr := r10Listen(t, Listeners{MaxConns: 3, Web: web}, r11Slow(release, &started), nil)
-	hog := r11TLSClient("127.0.0.1", tc)
-	hogs := make(chan error, 3)
-	for range 3 {
-		go func() {
-			resp, err := hog.Get("https://" + addr + "/slow")
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			hogs <- err
-		}()
-	}
-	started.Wait()
+	hogs := r11Hold(t, r11TLSClient("127.0.0.1", tc), "https://"+addr, 3, &started)
 	scrape := r11TLSClient("127.0.0.2", tc)
 	scrape.Timeout = 3 * time.Second
 	begin := time.Now()
@@ -190,14 +185,7 @@ func TestReview11HogTLS(t *testing.T) {
 	if d := time.Since(begin); d > 2*time.Second {
 		t.Errorf("scrape took %v", d)
 	}
-	select {
-	case err := <-hogs:
-		if err == nil {
-			t.Error("a hog's request ended without error")
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("none of the hog's connections was closed")
-	}
+	r11WantCut(t, hogs)
 }
 
 // TestReview11CountsAfterChurn: the rule's closes raced with the
