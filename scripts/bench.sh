@@ -29,6 +29,18 @@
 #                           ./cmd/memwho (a report-only build, say)
 #   BASELINE_BIN=path       also measure this memwho (older code) in the
 #                           same interleaved rounds: rows marked "baseline"
+#   PAIRS=100               pairs per comparison of the paired table; 0
+#                           skips it
+#
+# A second table times pairs of runs back to back (cmd/memwho-pair: the
+# median of the per-pair ratios, which drift between rounds cannot move)
+# for three comparisons at each size: memwho against floor -names -held;
+# the floor's own code run inside memwho's binary (cmd/memwho built with
+# -tags floorpad, MEMWHO_FLOOR_PAD=1) against the floor, which is what the
+# size of memwho's binary alone costs; and memwho against that, which is
+# what memwho's work over the floor's costs. A fourth pairs floor -report
+# with its own code inside memwho's binary: how much of memwho's peak RSS
+# the binary brings with it.
 #
 # The last column is the RAM memwho's own report gives itself (--by pid
 # --json, PSS in MiB, read while it scans): what a user sees it cost.
@@ -44,6 +56,7 @@ RUNS=${RUNS:-10}
 PRIVATE=${PRIVATE:-2MiB}
 FILE_SHARED=${FILE_SHARED:-4MiB}
 WORKERS=${WORKERS:-$((2 * $(nproc)))}
+PAIRS=${PAIRS:-100}
 
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d /tmp/memwho-bench.XXXXXX)
@@ -79,6 +92,21 @@ BASELINE=
 CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho-floor" ./cmd/memwho-floor
 CGO_ENABLED=0 go build -o "$OUT/memwho-load" ./cmd/memwho-load
 FLOOR=$OUT/memwho-floor
+if ((PAIRS > 0)); then
+	CGO_ENABLED=0 go build -trimpath -tags floorpad -o "$OUT/memwho-padded" ./cmd/memwho
+	CGO_ENABLED=0 go build -o "$OUT/memwho-pair" ./cmd/memwho-pair
+fi
+PADDED=$OUT/memwho-padded
+# Each binary is copied over itself, as a package install writes it: the
+# page cache of a file the Go linker wrote (through a shared mapping) is
+# in small folios, and mapping it costs more. On 2026-11-26 a copy of
+# memwho started 0.90x as long as the file go build wrote, and a copy of
+# memwho-floor 0.93x (cmd/memwho-pair, 400 pairs each).
+for bin in "$OUT"/memwho "$OUT"/memwho-agent "$OUT"/memwho-floor "$PADDED"; do
+	[[ -f $bin ]] || continue
+	cp "$bin" "$bin.copy"
+	mv "$bin.copy" "$bin"
+done
 
 TIME=
 if [[ -x /usr/bin/time ]]; then
@@ -226,7 +254,35 @@ agent_row() {
 	stop "$apid"
 }
 
+# pair_row LABEL_A LABEL_B RSS_A RSS_B -- A... -- B...: one row of the
+# paired table. MEMWHO_FLOOR_PAD is set for every run: only the floorpad
+# build reads it, as the floor; memwho and memwho-floor ignore it.
+pair_row() {
+	local la=$1 lb=$2 ra=$3 rb=$4 out
+	shift 4
+	log "  pairs: $la against $lb"
+	out=$(MEMWHO_FLOOR_PAD=1 "$OUT/memwho-pair" -n "$PAIRS" "$@")
+	local -A f
+	local kv
+	for kv in $out; do f[${kv%%=*}]=${kv#*=}; done
+	PAIR_ROWS+=("| $total | $la | $lb | ${f[pairs]} | ${f[a_ms]} | ${f[b_ms]} | ${f[ratio]} (${f[q25]}–${f[q75]}) | ${f[cpu_ratio]} (${f[cpu_q25]}–${f[cpu_q75]}) | $ra | $rb |")
+}
+
+# pairs: the paired table's three comparisons at this size.
+pairs() {
+	((PAIRS > 0)) || return 0
+	local held=(-names -held -parallel "$WORKERS")
+	local rss_pad
+	rss_pad=$(MEMWHO_FLOOR_PAD=1 peak_rss_mib "$PADDED" "${held[@]}")
+	pair_row memwho floor_held "$rss_full" "$rss_held" -- "$MEMWHO" --fresh -- "$FLOOR" "${held[@]}"
+	pair_row "floor in memwho's binary" floor_held "$rss_pad" "$rss_held" -- "$PADDED" "${held[@]}" -- "$FLOOR" "${held[@]}"
+	pair_row memwho "floor in memwho's binary" "$rss_full" "$rss_pad" -- "$MEMWHO" --fresh -- "$PADDED" "${held[@]}"
+	rss_pad=$(MEMWHO_FLOOR_PAD=1 peak_rss_mib "$PADDED" -report -parallel "$WORKERS")
+	pair_row "floor_report in memwho's binary" floor_report "$rss_pad" "$rss_report" -- "$PADDED" -report -parallel "$WORKERS" -- "$FLOOR" -report -parallel "$WORKERS"
+}
+
 ROWS=()
+PAIR_ROWS=()
 for n in $SIZES; do
 	run_load "$n"
 	# Sanity: memwho must see the load, or the numbers mean nothing.
@@ -268,6 +324,7 @@ for n in $SIZES; do
 		row "--fast, baseline" baseline_fast floor_status "$rss_fast" "$rss_status" "$self_fast"
 		row "--version, baseline" baseline_startup floor_startup "" ""
 	fi
+	pairs
 	agent_row
 	stop_load
 done
@@ -277,3 +334,11 @@ echo
 echo "| processes | memwho | floor | memwho ms | floor ms | wall ratio | memwho CPU ms | floor CPU ms | CPU ratio | memwho peak RSS MiB | floor peak RSS MiB | memwho's RAM in its own report MiB |"
 echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
+if ((${#PAIR_ROWS[@]} > 0)); then
+	echo
+	echo "paired runs: the median over $PAIRS pairs of A's time over B's, each pair run back to back (quartiles in brackets; cmd/memwho-pair)"
+	echo
+	echo "| processes | A | B | pairs | A ms | B ms | wall A/B | CPU A/B | A peak RSS MiB | B peak RSS MiB |"
+	echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	printf '%s\n' "${PAIR_ROWS[@]}"
+fi

@@ -49,11 +49,18 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 echo "== go vet"
 go vet ./...
+# Files built only with a tag: profiling (-tags pprof) and bench.sh's
+# floor inside memwho's binary (-tags floorpad).
+go vet -tags pprof ./internal/profile ./cmd/memwho
+go vet -tags floorpad ./cmd/memwho
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go build (static)"
 go build -trimpath -o "$(mktemp -d)" ./cmd/memwho ./cmd/memwho-agent
 echo "== go test"
 go test -count=1 -timeout 20m "$@" ./...
+echo "== go test -tags pprof (the profiling build: --cpuprofile, --memprofile)"
+go test -count=1 -timeout 10m -tags pprof "$@" ./internal/profile
+go test -count=1 -timeout 10m -tags pprof -run 'Profile|ExitCodes|Review9SignalPair' "$@" ./cmd/memwho
 echo "== packages (tools/pkg: nfpm, its own module)"
 (cd tools/pkg && go vet . && go test -count=1 -timeout 10m "$@" .)

@@ -7,9 +7,16 @@ import (
 	"testing"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/profile"
 )
 
 func TestExitCodes(t *testing.T) {
+	// A profile that cannot be created fails the run; a build without
+	// -tags pprof refuses the flags as a usage error.
+	profileExit := cli.ExitFailure
+	if !profile.Built {
+		profileExit = cli.ExitUsage
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -20,7 +27,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--proc", "/does/not/exist"}, cli.ExitUsage},
 		{[]string{"-u", "no-such-user-here"}, cli.ExitUsage},
 		{[]string{"--by", "x"}, cli.ExitUsage},
-		{[]string{"--cpuprofile", "/does/not/exist/cpu.out"}, cli.ExitFailure},
+		{[]string{"--cpuprofile", "/does/not/exist/cpu.out"}, profileExit},
+		{[]string{"--memprofile", "/does/not/exist/mem.out"}, profileExit},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

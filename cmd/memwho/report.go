@@ -111,6 +111,15 @@ func (f *reportFlags) plan() (*sample.Selection, error) {
 		// printing.
 		return nil, cli.Usagef("--cpuprofile and --memprofile are not available in the privileged install; profile a build run as root or as yourself")
 	}
+	if !profile.Built {
+		// The shipped build does not link runtime/pprof.
+		if f.cpuprofile != "" {
+			return nil, cli.Usagef("--cpuprofile: %v", profile.ErrNotBuilt)
+		}
+		if f.memprofile != "" {
+			return nil, cli.Usagef("--memprofile: %v", profile.ErrNotBuilt)
+		}
+	}
 	return p, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/profile"
 )
 
 // TestReview9SignalPair: two signals a few milliseconds apart, as one
@@ -39,6 +41,10 @@ func TestReview9SignalPair(t *testing.T) {
 	}{
 		{"report --html", func(out string) []string { return []string{"--agent-socket", sock, "--by", "pid", "--html", out} }},
 		{"report --svg --cpuprofile", func(out string) []string {
+			if !profile.Built {
+				// Run with -tags pprof by scripts/test.sh.
+				return []string{"--agent-socket", sock, "--svg", out}
+			}
 			return []string{"--agent-socket", sock, "--svg", out, "--cpuprofile", out + ".prof"}
 		}},
 		{"snapshot -o", func(out string) []string { return []string{"snapshot", "--agent-socket", sock, "-o", out} }},

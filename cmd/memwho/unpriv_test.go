@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/profile"
 )
 
 // buildMemwho builds the command into a directory any user can enter.
@@ -23,7 +25,12 @@ func buildMemwho(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "memwho")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	args := []string{"build", "-o", bin}
+	if profile.Built {
+		// The binary is built as this test binary was.
+		args = append(args, "-tags", "pprof")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -1,11 +1,5 @@
-// Package profile writes the CPU and heap profiles of one run of the
-// report (--cpuprofile, --memprofile) with runtime/pprof.
-//
-// The files are opened by Start, through the function the command gives
-// (memwho's opens with the user's identity), and the command calls Start
-// before it raises any capability: a profile is never opened by the
-// privileged part of a run. Each file is published (atomicfile's Commit)
-// only when it was written whole; one that fails is removed.
+//go:build pprof
+
 package profile
 
 import (
@@ -16,9 +10,7 @@ import (
 	"github.com/memwho/memwho/internal/atomicfile"
 )
 
-// CreateFunc creates a file to be published by Commit, such as
-// atomicfile.Create.
-type CreateFunc func(path string) (*atomicfile.File, error)
+const built = true
 
 // Profile is the profiling of one run. The zero value, and a nil
 // *Profile, profile nothing.
