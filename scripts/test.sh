@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 # exports, util-linux makes swap, libcap2-bin sets file capabilities,
 # podman (with runc) runs a real container for --by container, groff
 # renders the man pages, zsh and fish check the completion scripts,
-# chromium (headless) renders the --html pages.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium)
+# chromium (headless) renders the --html pages, iproute2 routes an IPv6
+# prefix to lo in a network namespace (the agent's per-source limit).
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

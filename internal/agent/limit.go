@@ -172,12 +172,12 @@ func (l *limitListener) held(c net.Conn, src string) net.Conn {
 }
 
 // sourceOf names who is at the other end of c: the IP address of a TCP
-// peer, the user of a unix socket's peer (SO_PEERCRED).
+// peer (see ipSource), the user of a unix socket's peer (SO_PEERCRED).
 func sourceOf(c net.Conn) string {
 	switch c := c.(type) {
 	case *net.TCPConn:
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-			return a.IP.String()
+			return ipSource(a.IP)
 		}
 	case *net.UnixConn:
 		if rc, err := c.SyscallConn(); err == nil {
@@ -195,6 +195,23 @@ func sourceOf(c net.Conn) string {
 		return a.String()
 	}
 	return "unnamed"
+}
+
+// ipSource is the source of a TCP peer at ip: an IPv4 address (also
+// written IPv4-mapped, ::ffff:a.b.c.d) itself, an IPv6 address its /64.
+// One IPv6 host commonly holds a whole /64 (SLAAC, privacy addresses) and
+// can take a new address for every connection: counted by address, one
+// client would be as many sources as connections and the hog rule would
+// never find it. Hosts that share a /64 count as one source, as hosts
+// behind one NAT address do in IPv4.
+func ipSource(ip net.IP) string {
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Close closes the listener and ends a waiting Accept.

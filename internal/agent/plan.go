@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/snapshot/snapserve"
+	"golang.org/x/sys/unix"
 )
 
 // ListenFlags are serve's flags that say who reads the figures
@@ -126,4 +129,50 @@ func (o *Options) Check() error {
 		return cli.Usagef("--walk-budget: %g is not a fraction in (0, 1]", b)
 	}
 	return nil
+}
+
+// Files is how many descriptors p's listeners may hold at once: each
+// listener, each metrics listener's MaxConns connections and the one
+// waiting for a slot, and the snapshot socket's clients. The debug
+// socket (owner or its group only) is not counted.
+func (p Listeners) Files() int {
+	maxConns := p.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	n := 0
+	for _, on := range []bool{p.Socket != "", p.TCP != ""} {
+		if on {
+			n += 1 + maxConns + 1
+		}
+	}
+	if p.Snapshot != "" {
+		n += 1 + snapserve.DefaultMaxConns
+	}
+	if p.Debug != "" {
+		n++
+	}
+	return n
+}
+
+// CheckFileLimit refuses listeners whose connections would leave the
+// walk fewer than engine.MinFiles descriptors under the open-file limit
+// (by then the Go runtime has raised the soft limit to the hard one).
+// Above that the engine keeps fewer descriptors between ticks
+// (engine.Options.OtherFiles), which costs CPU, not figures.
+func (p Listeners) CheckFileLimit() error {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
+		return nil
+	}
+	return checkFileLimit(p, rl.Cur)
+}
+
+func checkFileLimit(p Listeners, limit uint64) error {
+	need := uint64(p.Files() + engine.MinFiles)
+	if limit >= need {
+		return nil
+	}
+	return cli.Usagef("--max-connections: the listeners may hold %d descriptors and the walk needs %d more, but the open-file limit (ulimit -n) is %d: lower --max-connections or raise the limit (LimitNOFILE= in the unit)",
+		p.Files(), engine.MinFiles, limit)
 }

@@ -30,7 +30,7 @@ import (
 // returns the last server (TCP, or the socket) and its address.
 func r10Listen(t *testing.T, p Listeners, h http.Handler, tweak func(*Server)) (*Server, string) {
 	t.Helper()
-	if p.Socket == "" {
+	if p.Socket == "" && p.TCP == "" {
 		p.TCP = "127.0.0.1:0"
 	}
 	if h == nil {

@@ -238,6 +238,11 @@ type Options struct {
 	// when that limit is under 32 plus 3 per worker), negative none; processes beyond it are read by path and checked by start
 	// time.
 	MaxHeld int
+	// OtherFiles is how many descriptors the rest of the process may
+	// hold at once beyond the engine's own (the agent's clients): the
+	// default MaxHeld leaves them free, so that a full set of clients
+	// cannot starve the reads.
+	OtherFiles int
 	// Conns counts each process's ESTABLISHED TCP sockets into
 	// Process.Conns (see package sockdiag). It reads a process's
 	// /proc/PID/fd when it is new, when its sockets can have changed and
@@ -521,7 +526,7 @@ func New(opt Options) (*Engine, error) {
 			// the procfs root, the runtime's poller, a terminal, the
 			// sock_diag socket, clients) go short: a low limit holds
 			// nothing rather than starve the reads.
-			reserve := 32 + 3*uint64(n)
+			reserve := 32 + 3*uint64(n) + uint64(max(opt.OtherFiles, 0))
 			e.maxHeld = int64(rl.Cur / 2)
 			if rl.Cur < reserve {
 				e.maxHeld = -1
