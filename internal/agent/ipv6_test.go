@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
 // TestIPSource: an IPv4 peer is its address, however written; an IPv6
@@ -94,5 +96,13 @@ func TestMaxConnectionsHogIPv6(t *testing.T) {
 	r11WantCut(t, hogs)
 	if n := next.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4 (one address each)", n)
+	}
+}
+
+// TestSnapshotConns: Files counts the snapshot server's clients as many
+// as it serves.
+func TestSnapshotConns(t *testing.T) {
+	if snapshotConns != snapserve.DefaultMaxConns {
+		t.Errorf("snapshotConns %d, snapserve.DefaultMaxConns %d", snapshotConns, snapserve.DefaultMaxConns)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
-	"github.com/memwho/memwho/internal/snapshot/snapserve"
 	"golang.org/x/sys/unix"
 )
 
@@ -131,6 +130,11 @@ func (o *Options) Check() error {
 	return nil
 }
 
+// snapshotConns is snapserve.DefaultMaxConns, the snapshot socket's
+// clients at once (TestSnapshotConns: snapserve's tests import this
+// package, so this one cannot import snapserve).
+const snapshotConns = 8
+
 // Files is how many descriptors p's listeners may hold at once: each
 // listener, each metrics listener's MaxConns connections and the one
 // waiting for a slot, and the snapshot socket's clients. The debug
@@ -147,7 +151,7 @@ func (p Listeners) Files() int {
 		}
 	}
 	if p.Snapshot != "" {
-		n += 1 + snapserve.DefaultMaxConns
+		n += 1 + snapshotConns
 	}
 	if p.Debug != "" {
 		n++
