@@ -15,12 +15,13 @@ import (
 	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
-// TestIPSource: an IPv4 peer is its address, however written; an IPv6
-// peer is its /64.
+// TestIPSource: an IPv4 peer is its address, however written, but
+// loopback one source; an IPv6 peer is its /64.
 func TestIPSource(t *testing.T) {
 	for in, want := range map[string]string{
-		"127.0.0.1":                 "127.0.0.1",
-		"::ffff:127.0.0.1":          "127.0.0.1",
+		"127.0.0.1":                 "127.0.0.0/8",
+		"::ffff:127.0.0.1":          "127.0.0.0/8",
+		"127.1.2.3":                 "127.0.0.0/8",
 		"192.0.2.7":                 "192.0.2.7",
 		"2001:db8:1:2:3:4:5:6":      "2001:db8:1:2::/64",
 		"2001:db8:1:2:ffff:ffff::1": "2001:db8:1:2::/64",

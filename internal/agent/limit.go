@@ -63,14 +63,21 @@ type limitListener struct {
 	waiting map[net.Conn]waitingConn
 	// served holds the connections serving an allowed request (protect),
 	// with when it began; bySource counts the held connections of each
-	// source (sourceOf).
+	// source, byPeer of each peer (sourceOf).
 	served   map[net.Conn]servedConn
 	bySource map[string]int
+	byPeer   map[peer]int
 }
 
+// peer names the other end of a connection: its source, which the
+// per-source rule counts (hogsConn), and its address within the source,
+// where a source holds several (an IPv6 /64, IPv4 loopback); else the
+// source again.
+type peer struct{ source, addr string }
+
 type servedConn struct {
-	since  time.Time
-	source string
+	since time.Time
+	peer  peer
 }
 
 type waitingConn struct {
@@ -87,6 +94,7 @@ func newLimitListener(ln net.Listener, n int) *limitListener {
 		waiting:  make(map[net.Conn]waitingConn),
 		served:   make(map[net.Conn]servedConn),
 		bySource: make(map[string]int),
+		byPeer:   make(map[peer]int),
 	}
 }
 
@@ -109,26 +117,26 @@ accept:
 		if err != nil {
 			return nil, err
 		}
-		src := sourceOf(c)
+		from := sourceOf(c)
 		for {
 			select {
 			case l.slots <- struct{}{}:
-				return l.held(c, src), nil
+				return l.held(c, from), nil
 			case <-l.done:
 				c.Close()
 				return nil, net.ErrClosed
 			default:
 			}
-			if l.makeRoom(src) {
+			if l.makeRoom(from) {
 				continue
 			}
-			if l.blocksOthers(src) {
+			if l.blocksOthers(from.source) {
 				c.Close()
 				continue accept
 			}
 			select {
 			case l.slots <- struct{}{}:
-				return l.held(c, src), nil
+				return l.held(c, from), nil
 			case <-l.wake:
 			case <-l.done:
 				c.Close()
@@ -157,27 +165,40 @@ func (l *limitListener) blocksOthers(src string) bool {
 }
 
 // held wraps c, which has taken a slot, to free it when closed.
-func (l *limitListener) held(c net.Conn, src string) net.Conn {
+func (l *limitListener) held(c net.Conn, p peer) net.Conn {
 	l.mu.Lock()
-	l.bySource[src]++
+	l.bySource[p.source]++
+	l.byPeer[p]++
 	l.mu.Unlock()
-	return &limitConn{Conn: c, source: src, release: sync.OnceFunc(func() {
+	return &limitConn{Conn: c, peer: p, release: sync.OnceFunc(func() {
 		l.mu.Lock()
-		if l.bySource[src]--; l.bySource[src] <= 0 {
-			delete(l.bySource, src)
+		if l.bySource[p.source]--; l.bySource[p.source] <= 0 {
+			delete(l.bySource, p.source)
+		}
+		if l.byPeer[p]--; l.byPeer[p] <= 0 {
+			delete(l.byPeer, p)
 		}
 		l.mu.Unlock()
 		<-l.slots
 	})}
 }
 
-// sourceOf names who is at the other end of c: the IP address of a TCP
-// peer (see ipSource), the user of a unix socket's peer (SO_PEERCRED).
-func sourceOf(c net.Conn) string {
+// sourceOf names who is at the other end of c: for a TCP peer its
+// source (ipSource) and its IP address, with the link of a link-local
+// one, for a unix socket's peer its user (SO_PEERCRED).
+func sourceOf(c net.Conn) peer {
 	switch c := c.(type) {
 	case *net.TCPConn:
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-			return ipSource(a.IP)
+			p := peer{ipSource(a.IP), a.IP.String()}
+			if a.Zone != "" {
+				// A link-local peer: fe80::/64 on each link is
+				// another network, and its addresses are another
+				// link's too.
+				p.source += "%" + a.Zone
+				p.addr += "%" + a.Zone
+			}
+			return p
 		}
 	case *net.UnixConn:
 		if rc, err := c.SyscallConn(); err == nil {
@@ -186,26 +207,33 @@ func sourceOf(c net.Conn) string {
 				cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 			})
 			if cred != nil {
-				return "uid " + strconv.FormatUint(uint64(cred.Uid), 10)
+				uid := "uid " + strconv.FormatUint(uint64(cred.Uid), 10)
+				return peer{uid, uid}
 			}
 		}
 	}
 	// A peer the kernel did not name still counts, as one source.
+	name := "unnamed"
 	if a := c.RemoteAddr(); a != nil {
-		return a.String()
+		name = a.String()
 	}
-	return "unnamed"
+	return peer{name, name}
 }
 
 // ipSource is the source of a TCP peer at ip: an IPv4 address (also
-// written IPv4-mapped, ::ffff:a.b.c.d) itself, an IPv6 address its /64.
-// One IPv6 host commonly holds a whole /64 (SLAAC, privacy addresses) and
-// can take a new address for every connection: counted by address, one
-// client would be as many sources as connections and the hog rule would
-// never find it. Hosts that share a /64 count as one source, as hosts
-// behind one NAT address do in IPv4.
+// written IPv4-mapped, ::ffff:a.b.c.d) itself, but 127.0.0.0/8 as one;
+// an IPv6 address its /64. One IPv6 host commonly holds a whole /64
+// (SLAAC, privacy addresses) and can take a new address for every
+// connection: counted by address, one client would be as many sources
+// as connections and the hog rule would never find it. So can any user
+// of this host with loopback addresses, which anyone may bind. Hosts
+// that share a /64 count as one source, as hosts behind one NAT address
+// do in IPv4; within it their addresses are still told apart (hogsConn).
 func ipSource(ip net.IP) string {
 	if ip4 := ip.To4(); ip4 != nil {
+		if ip4[0] == 127 {
+			return "127.0.0.0/8"
+		}
 		return ip4.String()
 	}
 	if len(ip) != net.IPv6len {
@@ -220,11 +248,11 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// makeRoom closes, for a newcomer from src, the connection idle the
+// makeRoom closes, for a newcomer from p, the connection idle the
 // longest or, with none idle, the one that has waited the longest
-// without being served; with none of those, the longest-served
-// connection of the source that holds the most, when it holds at least
-// two more than src. Its slot is free when it returns true (unless the
+// without being served; with none of those, a served connection of a
+// source or an address holding at least two more than p's (hogsConn).
+// Its slot is free when it returns true (unless the
 // server had closed it already: the caller then asks again).
 //
 // The last rule is for a client allowed to ask (anyone on --no-auth, a
@@ -234,7 +262,7 @@ func (l *limitListener) Close() error {
 // One source holding a single slot more than another keeps it: a
 // scrape in progress is never cut for a client that already has as
 // many.
-func (l *limitListener) makeRoom(src string) bool {
+func (l *limitListener) makeRoom(p peer) bool {
 	l.mu.Lock()
 	var (
 		pick net.Conn
@@ -250,7 +278,7 @@ func (l *limitListener) makeRoom(src string) bool {
 	}
 	delete(l.waiting, pick)
 	if pick == nil {
-		pick = l.hogsConn(src)
+		pick = l.hogsConn(p)
 		delete(l.served, pick)
 	}
 	l.mu.Unlock()
@@ -267,25 +295,57 @@ func (l *limitListener) makeRoom(src string) bool {
 	return true
 }
 
-// hogsConn returns the longest-served connection of the source holding
-// the most connections, if it holds at least two more than src, else
-// nil. l.mu is held.
-func (l *limitListener) hogsConn(src string) net.Conn {
+// hogsConn returns a served connection that a newcomer from p may
+// close, else nil: one of the source holding the most connections, if
+// that holds at least two more than p's source; else, within p's own
+// source, one of the address holding the most, if that holds at least
+// two more than p's address. Hosts sharing a source (an IPv6 /64,
+// loopback) are so told apart among themselves: one of them on every
+// slot from one address does not lock the others out, as it did not
+// when each address was a source. Of a source, it is one of the address
+// holding the most, so that a client does not get a neighbour's scrape
+// in its /64 cut for it; of an address, the longest-served. l.mu is
+// held.
+func (l *limitListener) hogsConn(p peer) net.Conn {
 	hog, most := "", 0
 	for s, n := range l.bySource {
 		if n > most {
 			hog, most = s, n
 		}
 	}
-	if hog == src || most < l.bySource[src]+2 {
-		return nil
+	if hog != p.source && most >= l.bySource[p.source]+2 {
+		return l.longestServed(l.biggest(hog))
 	}
+	if q := l.biggest(p.source); q != p && l.byPeer[q] >= l.byPeer[p]+2 {
+		return l.longestServed(q)
+	}
+	return nil
+}
+
+// biggest returns the peer of source holding the most connections.
+// l.mu is held.
+func (l *limitListener) biggest(source string) peer {
+	var (
+		big  peer
+		most int
+	)
+	for q, n := range l.byPeer {
+		if q.source == source && n > most {
+			big, most = q, n
+		}
+	}
+	return big
+}
+
+// longestServed returns p's connection served the longest, or nil.
+// l.mu is held.
+func (l *limitListener) longestServed(p peer) net.Conn {
 	var (
 		pick  net.Conn
 		since time.Time
 	)
 	for c, sc := range l.served {
-		if sc.source == hog && (pick == nil || sc.since.Before(since)) {
+		if sc.peer == p && (pick == nil || sc.since.Before(since)) {
 			pick, since = c, sc.since
 		}
 	}
@@ -346,13 +406,13 @@ func protect(h http.Handler) http.Handler {
 // (connState). Only a newcomer from another source, when c's holds two
 // more connections than the newcomer's, may still close it (hogsConn).
 func (l *limitListener) serving(c net.Conn) {
-	src := ""
+	var p peer
 	if lc := holder(c); lc != nil {
-		src = lc.source
+		p = lc.peer
 	}
 	l.mu.Lock()
 	delete(l.waiting, c)
-	l.served[c] = servedConn{since: time.Now(), source: src}
+	l.served[c] = servedConn{since: time.Now(), peer: p}
 	l.mu.Unlock()
 }
 
@@ -396,7 +456,7 @@ func (l *limitListener) poke() {
 // limitConn frees its listener's slot when closed, once.
 type limitConn struct {
 	net.Conn
-	source  string // sourceOf
+	peer    peer // sourceOf
 	release func()
 }
 

@@ -174,9 +174,9 @@ func TestMaxConnectionsSilent(t *testing.T) {
 }
 
 // TestMaxConnectionsBusy: a connection serving a request is not closed
-// for a newcomer whose address holds as many, or one fewer; a newcomer
-// finding every slot busy, with no address two ahead of any other,
-// waits for one to end. (From an address that holds a slot, when one
+// for a newcomer whose source or address holds as many, or one fewer; a
+// newcomer finding every slot busy, with no source or address two ahead
+// of any other, waits for one to end. (From an address that holds a slot, when one
 // holds two, it is closed instead: TestReview11HogQueuesAhead.)
 func TestMaxConnectionsBusy(t *testing.T) {
 	release := make(chan struct{})
@@ -189,11 +189,24 @@ func TestMaxConnectionsBusy(t *testing.T) {
 		}
 		io.WriteString(w, "figures\n")
 	})
-	addr, _ := listenLimited(t, Listeners{MaxConns: 2}, h)
+	// Two sources: IPv4 loopback, all one, and ::1, on a dual-stack
+	// listener.
+	if ln, err := net.Listen("tcp", "[::]:0"); err != nil {
+		t.Skipf("no dual-stack listener: %v", err)
+	} else {
+		ln.Close()
+	}
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 2}, h)
+	_, port, _ := net.SplitHostPort(addr)
+	v4, v6 := "http://"+net.JoinHostPort("127.0.0.1", port), "http://"+net.JoinHostPort("::1", port)
 	slow := make(chan error, 2)
-	for _, ip := range []string{"127.0.0.1", "127.0.0.2"} {
+	for _, ip := range []string{"127.0.0.1", "::1"} {
+		base := v4
+		if ip == "::1" {
+			base = v6
+		}
 		go func() {
-			resp, err := fromIP(ip).Get("http://" + addr + "/slow")
+			resp, err := fromIP(ip).Get(base + "/slow")
 			if err == nil {
 				resp.Body.Close()
 			}
@@ -203,7 +216,7 @@ func TestMaxConnectionsBusy(t *testing.T) {
 	started.Wait()
 	answered := make(chan error, 1)
 	go func() {
-		resp, err := fromIP("127.0.0.3").Get("http://" + addr + "/metrics")
+		resp, err := fromIP("127.0.0.2").Get(v4 + "/metrics")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -364,8 +377,8 @@ func TestMaxConnectionsHog(t *testing.T) {
 	r11WantCut(t, hogs)
 }
 
-// TestSourceOf: TCP peers are told apart by address, unix-socket peers
-// by user.
+// TestSourceOf: TCP peers are told apart by address (loopback ones
+// within one source), unix-socket peers by user.
 func TestSourceOf(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -383,8 +396,8 @@ func TestSourceOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := sourceOf(s); got != "127.0.0.3" {
-		t.Errorf("TCP source %q, want 127.0.0.3", got)
+	if got, want := sourceOf(s), (peer{"127.0.0.0/8", "127.0.0.3"}); got != want {
+		t.Errorf("TCP peer %q, want %q", got, want)
 	}
 
 	sock := filepath.Join(t.TempDir(), "s.sock")
@@ -403,7 +416,8 @@ func TestSourceOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer us.Close()
-	if got, want := sourceOf(us), "uid "+strconv.Itoa(os.Getuid()); got != want {
+	uid := "uid " + strconv.Itoa(os.Getuid())
+	if got, want := sourceOf(us), (peer{uid, uid}); got != want {
 		t.Errorf("unix source %q, want %q", got, want)
 	}
 }

@@ -136,8 +136,8 @@ func TestReview11MappedAddress(t *testing.T) {
 	}
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	if n := ll.bySource["127.0.0.1"]; n != 2 || len(ll.bySource) != 1 {
-		t.Errorf("sources %v, want 127.0.0.1 holding 2", ll.bySource)
+	if n := ll.byPeer[peer{"127.0.0.0/8", "127.0.0.1"}]; n != 2 || len(ll.byPeer) != 1 || len(ll.bySource) != 1 {
+		t.Errorf("sources %v, peers %v, want 127.0.0.1 holding 2", ll.bySource, ll.byPeer)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 	state := func() string {
 		ll.mu.Lock()
 		defer ll.mu.Unlock()
-		return fmt.Sprintf("%d slots, sources %v, %d served, %d waiting", len(ll.slots), ll.bySource, len(ll.served), len(ll.waiting))
+		return fmt.Sprintf("%d slots, sources %v, peers %v, %d served, %d waiting", len(ll.slots), ll.bySource, ll.byPeer, len(ll.served), len(ll.waiting))
 	}
 	for round := range 20 {
 		// Each round starts with every slot free: the last round's
@@ -242,7 +242,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 		if !eventually(func() bool {
 			ll.mu.Lock()
 			defer ll.mu.Unlock()
-			return len(ll.bySource) == 0 && len(ll.served) == 0
+			return len(ll.bySource) == 0 && len(ll.byPeer) == 0 && len(ll.served) == 0
 		}) {
 			t.Fatalf("round %d: the last round's connections left: %s", round, state())
 		}
@@ -274,7 +274,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 	if !eventually(func() bool {
 		ll.mu.Lock()
 		defer ll.mu.Unlock()
-		return len(ll.slots) == 0 && len(ll.bySource) == 0 && len(ll.served) == 0 && len(ll.waiting) == 0
+		return len(ll.slots) == 0 && len(ll.bySource) == 0 && len(ll.byPeer) == 0 && len(ll.served) == 0 && len(ll.waiting) == 0
 	}) {
 		t.Fatalf("left: %s", state())
 	}

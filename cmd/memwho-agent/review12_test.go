@@ -1,0 +1,123 @@
+package main
+
+// The twelfth adversarial review (docs/safe.md): serve's check of the
+// open-file limit against its listeners, with the agent run as a
+// process of its own under prlimit.
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memwho/memwho/internal/proc/proctest"
+)
+
+// r12Serve runs memwho-agent serve (this test binary, by that name)
+// under prlimit --nofile=nofile with args, until it says it serves
+// snapshots, and returns its stderr; the agent is stopped at the test's
+// end. It skips without prlimit.
+func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
+	t.Helper()
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("skipping: prlimit not installed (util-linux)")
+	}
+	bin := filepath.Join(t.TempDir(), "memwho-agent")
+	if err := os.Symlink(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd := exec.Command("prlimit", append([]string{"--nofile=" + nofile, bin, "serve"}, args...)...)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "serving snapshots"); {
+		select {
+		case <-exited:
+			t.Fatalf("serve exited:\n%s", stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+	}
+	return &stderr
+}
+
+// TestReview12SoftLimitRaised: a soft limit under what the listeners
+// need and a hard limit above it (prlimit --nofile=100:4096, as a shell's
+// ulimit -Sn would leave it) starts: the Go runtime raises the soft
+// limit to the hard one before the check, and the check reads it then.
+func TestReview12SoftLimitRaised(t *testing.T) {
+	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+	dir := t.TempDir()
+	r12Serve(t, "100:4096", "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
+}
+
+// TestReview12ListenersFullAtLimit: the open-file limit exactly what the
+// check lets pass (the listeners' share plus 16), every slot of both
+// metrics listeners and of the snapshot socket taken, walks every 100 ms:
+// the walks still read every process, and a scrape is answered.
+func TestReview12ListenersFullAtLimit(t *testing.T) {
+	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+	dir := t.TempDir()
+	sock, snap := filepath.Join(dir, "m.sock"), filepath.Join(dir, "snapshot.sock")
+	const maxConns = 4
+	files := 2*(1+maxConns+1) + 1 + 8
+	stderr := r12Serve(t, strconv.Itoa(files+16), "--proc", root, "--conns=false", "--min-interval", "100ms",
+		"--socket", sock, "--listen", "127.0.0.1:0", "--no-auth", "--max-connections", strconv.Itoa(maxConns))
+	m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/metrics`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no TCP address in:\n%s", stderr.String())
+	}
+	addr := m[1]
+	dial := func(network, a string) {
+		c, err := net.DialTimeout(network, a, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	for range maxConns {
+		dial("tcp", addr)
+		dial("unix", sock)
+	}
+	for range 8 {
+		dial("unix", snap) // each held up to 2 s, asking nothing
+	}
+	time.Sleep(300 * time.Millisecond) // walks meanwhile
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v\n%s", err, stderr.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"\nmemwho_group_processes{group=\"helper\"} 3\n",
+		"\nmemwho_skipped_processes{reason=\"broken\"} 0\n",
+		"\nmemwho_walk_errors_total 0\n",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", strings.TrimSpace(want))
+		}
+	}
+	t.Log(regexp.MustCompile(`(?m)^process_(open|max)_fds .*$`).FindAllString(string(body), -1))
+	if t.Failed() {
+		t.Logf("metrics:\n%s\nstderr:\n%s", body, stderr.String())
+	}
+}

@@ -1,0 +1,300 @@
+package agent
+
+// The twelfth adversarial review (docs/safe.md): attacks on the sources
+// of the per-source rule (an IPv6 peer is its /64), over real
+// connections; those that need addresses of their own run in a network
+// namespace (r12Netns).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// r12Netns runs the test t again, alone, in a network namespace of its
+// own and returns false; run there (netnsEnv set), it routes
+// fd00:6d77::/48 to lo, lets any address of it be bound, and returns
+// true: the test goes on. It skips without root, unshare or ip.
+func r12Netns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(netnsEnv) == "" {
+		if os.Geteuid() != 0 {
+			t.Skip("skipping: needs root for a network namespace with an IPv6 prefix routed to lo")
+		}
+		for _, tool := range []string{"unshare", "ip"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("skipping: %s not installed (util-linux, iproute2)", tool)
+			}
+		}
+		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count", "1", "-test.v")
+		cmd.Env = append(os.Environ(), netnsEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("in a network namespace: %v\n%s", err, out)
+		}
+		return false
+	}
+	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"-6", "route", "add", "local", "fd00:6d77::/48", "dev", "lo"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %q: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile("/proc/sys/net/ipv6/ip_nonlocal_bind", []byte("1\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// r12Spread is an HTTP client that dials each connection from the next
+// address addr(1), addr(2), ...; dialled counts them.
+func r12Spread(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			local := net.ParseIP(addr(dialled.Add(1)))
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: local}, Timeout: 5 * time.Second}
+			return d.DialContext(ctx, network, a)
+		},
+	}}
+}
+
+// TestReview12SameSlash64Neighbour: a client in the same /64 as a
+// scraper, from one address of its own, holds every slot with requests
+// it never lets end. Counted by address (before the /64 rule) the
+// scraper's newcomer closed one of them; counted by /64 alone, both were
+// one source holding every slot, so hogsConn found nothing and
+// blocksOthers closed the scrape at once, every time: a neighbour
+// (another container on the node, whose pods commonly share a /64)
+// locked the scraper out. Within a source, addresses are now told apart.
+func TestReview12SameSlash64Neighbour(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(4)
+	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:9::1]:0", MaxConns: 4}, r11Slow(release, &started))
+	hogs := r11Hold(t, fromIP("fd00:6d77:0:1::a"), "http://"+addr, 4, &started)
+	scrape := fromIP("fd00:6d77:0:1::5")
+	scrape.Timeout = 3 * time.Second
+	resp, err := scrape.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape from the hog's /64: %v", err)
+	}
+	resp.Body.Close()
+	r11WantCut(t, hogs)
+}
+
+// TestReview12NeighbourScrapeNotCut: a scrape in progress from
+// fd00:6d77:0:1::5, then a client from another address of that /64
+// on every other slot, then a newcomer from another /64. The /64 holds
+// every slot: one of its connections is closed, and it was the
+// longest-served, the scrape's. It is now one of the address holding
+// the most.
+func TestReview12NeighbourScrapeNotCut(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(1)
+	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:9::1]:0", MaxConns: 4}, r11Slow(release, &started))
+	scrape := r11Hold(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr, 1, &started)
+	started.Add(3)
+	hogs := r11Hold(t, fromIP("fd00:6d77:0:1::a"), "http://"+addr, 3, &started)
+	resp, err := fromIP("fd00:6d77:0:2::1").Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("a newcomer from another /64: %v", err)
+	}
+	resp.Body.Close()
+	r11WantCut(t, hogs)
+	select {
+	case err := <-scrape:
+		t.Fatalf("the neighbour's scrape ended (%v), cut for the hog", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestReview12AcrossSlash64s: what the rule cannot stop, as
+// docs/agent.md says: a client with a /64 per slot (a /48 holds 65,536)
+// holding one slot from each is as many sources holding one each, and a
+// scrape waits for one of them to end. With two slots in one /64 it is
+// found: the scrape closes one of them.
+func TestReview12AcrossSlash64s(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	for _, perSlash64 := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("%d per /64", perSlash64), func(t *testing.T) {
+			release := make(chan struct{})
+			var started sync.WaitGroup
+			started.Add(4)
+			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
+			var dialled atomic.Int32
+			hog := r12Spread(func(i int32) string {
+				// Connection i from /64 number (i+perSlash64-1)/perSlash64.
+				return fmt.Sprintf("fd00:6d77:0:%x::%x", 0x100+(i+perSlash64-1)/perSlash64, i)
+			}, &dialled)
+			hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
+			defer close(release)
+			scrape := fromIP("fd00:6d77:0:1::1")
+			scrape.Timeout = time.Second
+			resp, err := scrape.Get("http://" + addr + "/metrics")
+			if perSlash64 == 1 {
+				if err == nil {
+					resp.Body.Close()
+					t.Fatal("answered while four /64s held a slot each: the docs say it waits")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a scrape against two /64s holding two each: %v", err)
+			}
+			resp.Body.Close()
+			r11WantCut(t, hogs)
+		})
+	}
+}
+
+// TestReview12LoopbackAddresses: a local user (any user may bind any
+// address of 127.0.0.0/8) holds every slot of a dual-stack --listen, one
+// connection from each of four loopback addresses. Each address was a
+// source holding one: the rule never found it, and a scrape from
+// elsewhere (here ::1) waited until the write timeout. IPv4 loopback is
+// one source now.
+func TestReview12LoopbackAddresses(t *testing.T) {
+	if ln, err := net.Listen("tcp", "[::]:0"); err != nil {
+		t.Skipf("no dual-stack listener: %v", err)
+	} else {
+		ln.Close()
+	}
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(4)
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, r11Slow(release, &started))
+	_, port, _ := net.SplitHostPort(addr)
+	var dialled atomic.Int32
+	hog := r12Spread(func(i int32) string { return fmt.Sprintf("127.0.0.%d", 10+i) }, &dialled)
+	hogs := r11Hold(t, hog, "http://"+net.JoinHostPort("127.0.0.1", port), 4, &started)
+	scrape := fromIP("::1")
+	scrape.Timeout = 3 * time.Second
+	resp, err := scrape.Get("http://" + net.JoinHostPort("::1", port) + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape from ::1 against four loopback addresses: %v", err)
+	}
+	resp.Body.Close()
+	r11WantCut(t, hogs)
+	if n := dialled.Load(); n != 4 {
+		t.Errorf("the hog dialled %d times, want 4", n)
+	}
+}
+
+// TestReview12LinkLocalZones: link-local peers on two links, with the
+// same address (fe80::c, each link's own), the agent's listener on both.
+// Without the link in the source, both were fe80::/64 and one address:
+// the client on one link holding every slot, a scrape from the other
+// was its own newcomer, closed at once (blocksOthers). Each link is a
+// source of its own now.
+func TestReview12LinkLocalZones(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	for _, args := range [][]string{
+		{"link", "add", "v0", "type", "veth", "peer", "name", "v1"},
+		{"link", "add", "w0", "type", "veth", "peer", "name", "w1"},
+		{"link", "set", "v0", "up"}, {"link", "set", "v1", "up"},
+		{"link", "set", "w0", "up"}, {"link", "set", "w1", "up"},
+		{"addr", "add", "fe80::a/64", "dev", "v0", "nodad"}, {"addr", "add", "fe80::c/64", "dev", "v1", "nodad"},
+		{"addr", "add", "fe80::a/64", "dev", "w0", "nodad"}, {"addr", "add", "fe80::c/64", "dev", "w1", "nodad"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Skipf("ip %q: %v\n%s", args, err, out)
+		}
+	}
+	// from is a client on link zone, from its fe80::c.
+	from := func(zone string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("fe80::c"), Zone: zone}, Timeout: 5 * time.Second}
+		return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(4)
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, r11Slow(release, &started))
+	_, port, _ := net.SplitHostPort(addr)
+	base := func(zone string) string { return "http://[fe80::a%25" + zone + "]:" + port } // %25: % in a URL
+	for _, zone := range []string{"v1", "w1"} {
+		c := from(zone)
+		c.Timeout = 3 * time.Second
+		resp, err := c.Get(base(zone) + "/metrics")
+		if err != nil {
+			t.Fatalf("from fe80::c%%%s: %v", zone, err)
+		}
+		resp.Body.Close()
+		c.CloseIdleConnections()
+	}
+	hogs := r11Hold(t, from("w1"), base("w1"), 4, &started)
+	scrape := from("v1")
+	scrape.Timeout = 3 * time.Second
+	resp, err := scrape.Get(base("v1") + "/metrics")
+	if err != nil {
+		t.Fatalf("a scrape from fe80::c on another link: %v", err)
+	}
+	resp.Body.Close()
+	r11WantCut(t, hogs)
+}
+
+// TestReview12AddressForms: IPv6 addresses that carry another network's
+// address (IPv4-compatible, SIIT, NAT64's 64:ff9b::/96, 6to4's 2002::/16,
+// Teredo's 2001::/32) are their /64 like any other, with each address
+// told apart within it: every IPv4 client behind one NAT64 prefix is one
+// source, as behind one NAT address, but one of them does not lock out
+// the others (hogsConn); a 6to4 host's /48 is 65,536 sources, as any
+// routed /48 (TestReview12AcrossSlash64s).
+func TestReview12AddressForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"::c000:207":                           "::/64",
+		"::ffff:0:c000:207":                    "::/64",
+		"::1":                                  "::/64",
+		"64:ff9b::c000:207":                    "64:ff9b::/64",
+		"64:ff9b::c633:6401":                   "64:ff9b::/64",
+		"2002:c000:207:1::1":                   "2002:c000:207:1::/64",
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2": "2001:0:4136:e378::/64",
+		"::ffff:10.1.2.3":                      "10.1.2.3",
+		"::ffff:127.255.255.254":               "127.0.0.0/8",
+		"fe80::1":                              "fe80::/64",
+	} {
+		if got := ipSource(net.ParseIP(in)); got != want {
+			t.Errorf("ipSource(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestReview12FileLimit: the largest listeners (--max-connections 4096
+// on both, the snapshot and debug sockets) under limits around what they
+// need, an unlimited limit, and the default when MaxConns is unset.
+func TestReview12FileLimit(t *testing.T) {
+	p := Listeners{Socket: "m.sock", TCP: "127.0.0.1:0", Snapshot: "s.sock", Debug: "d.sock", MaxConns: maxMaxConnections}
+	files := 2*(1+4096+1) + 1 + 8 + 1
+	if got := p.Files(); got != files {
+		t.Fatalf("Files() = %d, want %d", got, files)
+	}
+	for limit, ok := range map[uint64]bool{0: false, 16: false, uint64(files) + 15: false, uint64(files) + 16: true, math.MaxUint64: true} {
+		if err := checkFileLimit(p, limit); (err == nil) != ok {
+			t.Errorf("limit %d: %v, want accepted %v", limit, err, ok)
+		}
+	}
+	if got := (Listeners{Socket: "m.sock"}).Files(); got != 1+DefaultMaxConnections+1 {
+		t.Errorf("Files() with MaxConns unset = %d, want %d", got, 1+DefaultMaxConnections+1)
+	}
+}
