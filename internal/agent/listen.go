@@ -169,7 +169,14 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		if err != nil {
 			return fail(fmt.Errorf("--debug-socket: %w", err))
 		}
-		newServer(pprofMux(), ln).srv.WriteTimeout = 0 // profiles take --seconds
+		// Bounded as the metrics listeners are, so that a member of
+		// --debug-socket-group cannot take the walk's descriptors;
+		// every request is allowed (the socket's mode is the check).
+		ll := newLimitListener(ln, debugConns)
+		s := newServer(protect(pprofMux()), ll)
+		s.srv.ConnState = ll.connState
+		s.srv.ConnContext = ll.connContext
+		s.srv.WriteTimeout = 0 // profiles take --seconds
 		fmt.Fprintf(log, "memwho: serving pprof on unix socket %s\n", ln.Addr())
 	}
 	return out, nil

@@ -130,6 +130,10 @@ func (o *Options) Check() error {
 	return nil
 }
 
+// debugConns bounds the debug socket's connections: a profile or two
+// at a time, for whoever may read pprof.
+const debugConns = 8
+
 // snapshotConns is snapserve.DefaultMaxConns, the snapshot socket's
 // clients at once (TestSnapshotConns: snapserve's tests import this
 // package, so this one cannot import snapserve).
@@ -137,8 +141,8 @@ const snapshotConns = 8
 
 // Files is how many descriptors p's listeners may hold at once: each
 // listener, each metrics listener's MaxConns connections and the one
-// waiting for a slot, and the snapshot socket's clients. The debug
-// socket (owner or its group only) is not counted.
+// waiting for a slot, the snapshot socket's clients, and the debug
+// socket's debugConns and one waiting.
 func (p Listeners) Files() int {
 	maxConns := p.MaxConns
 	if maxConns <= 0 {
@@ -154,7 +158,7 @@ func (p Listeners) Files() int {
 		n += 1 + snapshotConns
 	}
 	if p.Debug != "" {
-		n++
+		n += 1 + debugConns + 1
 	}
 	return n
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -285,7 +286,7 @@ func TestReview12AddressForms(t *testing.T) {
 // need, an unlimited limit, and the default when MaxConns is unset.
 func TestReview12FileLimit(t *testing.T) {
 	p := Listeners{Socket: "m.sock", TCP: "127.0.0.1:0", Snapshot: "s.sock", Debug: "d.sock", MaxConns: maxMaxConnections}
-	files := 2*(1+4096+1) + 1 + 8 + 1
+	files := 2*(1+4096+1) + 1 + 8 + 1 + 8 + 1
 	if got := p.Files(); got != files {
 		t.Fatalf("Files() = %d, want %d", got, files)
 	}
@@ -296,5 +297,44 @@ func TestReview12FileLimit(t *testing.T) {
 	}
 	if got := (Listeners{Socket: "m.sock"}).Files(); got != 1+DefaultMaxConnections+1 {
 		t.Errorf("Files() with MaxConns unset = %d, want %d", got, 1+DefaultMaxConnections+1)
+	}
+}
+
+// TestDebugSocketBounded: the debug socket (pprof, for the owner or
+// --debug-socket-group) holds at most debugConns connections, as the
+// twelfth review found it held any number: a group member opening
+// thousands could take the walk's descriptors. Silent connections give
+// way to newer ones, and a profile request is still answered.
+func TestDebugSocketBounded(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	sock := filepath.Join(dir, "d.sock")
+	r10Listen(t, Listeners{Debug: sock, DebugGID: -1}, nil, nil)
+	var conns []net.Conn
+	for range 3 * debugConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if open := countOpen(conns); open > debugConns+1 {
+		t.Errorf("%d silent connections held open, want at most %d", open, debugConns+1)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	resp, err := c.Get("http://localhost/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatalf("a profile request behind %d silent connections: %v", len(conns), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d", resp.StatusCode)
 	}
 }
