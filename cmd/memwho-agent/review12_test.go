@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/proc/proctest"
+	"golang.org/x/sys/unix"
 )
 
 // r12Serve runs memwho-agent serve (this test binary, by that name)
@@ -59,13 +60,24 @@ func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
 }
 
 // TestReview12SoftLimitRaised: a soft limit under what the listeners
-// need and a hard limit above it (prlimit --nofile=100:4096, as a shell's
+// need and a hard limit above it (prlimit --nofile=100:HARD, as a shell's
 // ulimit -Sn would leave it) starts: the Go runtime raises the soft
 // limit to the hard one before the check, and the check reads it then.
+// HARD is this process's hard limit, at most 4096: a container can hold
+// it at 1024, and only CAP_SYS_RESOURCE may raise it.
 func TestReview12SoftLimitRaised(t *testing.T) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	hard := min(rl.Max, 4096)
+	// --socket and --listen at 64 each, the snapshot socket, the walk.
+	if need := uint64(2*(1+64+1) + 9 + 16); hard < need {
+		t.Skipf("skipping: the hard open-file limit %d is under the %d the listeners need", hard, need)
+	}
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()
-	r12Serve(t, "100:4096", "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
+	r12Serve(t, "100:"+strconv.FormatUint(hard, 10), "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
 }
 
 // TestReview12ListenersFullAtLimit: the open-file limit exactly what the
