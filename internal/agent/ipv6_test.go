@@ -57,7 +57,7 @@ func TestMaxConnectionsHogIPv6(t *testing.T) {
 				t.Skipf("skipping: %s not installed (util-linux, iproute2)", tool)
 			}
 		}
-		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^TestMaxConnectionsHogIPv6$", "-test.count", "1", "-test.v")
+		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^TestMaxConnectionsHogIPv6$", "-test.count", "1", "-test.v", "-test.timeout", "60s")
 		cmd.Env = append(os.Environ(), netnsEnv+"=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -35,7 +35,7 @@ func r12Netns(t *testing.T) bool {
 				t.Skipf("skipping: %s not installed (util-linux, iproute2)", tool)
 			}
 		}
-		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count", "1", "-test.v")
+		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count", "1", "-test.v", "-test.timeout", "60s")
 		cmd.Env = append(os.Environ(), netnsEnv+"=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
