@@ -1,12 +1,8 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,54 +44,26 @@ const netnsEnv = "MEMWHO_TEST_NETNS"
 // its own, where fd00:6d77::/48 is routed to lo, so that any address in
 // it can be bound.
 func TestMaxConnectionsHogIPv6(t *testing.T) {
-	if os.Getenv(netnsEnv) == "" {
-		if os.Geteuid() != 0 {
-			t.Skip("skipping: needs root for a network namespace with an IPv6 prefix routed to lo")
-		}
-		for _, tool := range []string{"unshare", "ip"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				t.Skipf("skipping: %s not installed (util-linux, iproute2)", tool)
-			}
-		}
-		cmd := exec.Command("unshare", "--net", "--", os.Args[0], "-test.run", "^TestMaxConnectionsHogIPv6$", "-test.count", "1", "-test.v", "-test.timeout", "60s")
-		cmd.Env = append(os.Environ(), netnsEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("in a network namespace: %v\n%s", err, out)
-		}
+	if !r12Netns(t) {
 		return
-	}
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"-6", "route", "add", "local", "fd00:6d77::/48", "dev", "lo"}} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %q: %v\n%s", args, err, out)
-		}
-	}
-	// A local route makes the prefix this host's; binding an address of
-	// it that no interface holds takes ip_nonlocal_bind (this namespace's).
-	if err := os.WriteFile("/proc/sys/net/ipv6/ip_nonlocal_bind", []byte("1\n"), 0); err != nil {
-		t.Fatal(err)
 	}
 	release := make(chan struct{})
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
 	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:2::1]:0", MaxConns: 4}, r11Slow(release, &started))
-	var next atomic.Int32
-	hog := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			local := net.ParseIP(fmt.Sprintf("fd00:6d77::%x", next.Add(1)))
-			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: local}, Timeout: 5 * time.Second}
-			return d.DialContext(ctx, network, a)
-		},
-	}}
+	var dialled atomic.Int32
+	hog := r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77::%x", i) }, &dialled)
 	hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
-	resp, err := fromIP("fd00:6d77:0:1::1").Get("http://" + addr + "/metrics")
+	scrape := fromIP("fd00:6d77:0:1::1")
+	scrape.Timeout = 3 * time.Second // before the hog's requests time out
+	resp, err := scrape.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("a newcomer from another /64: %v", err)
 	}
 	resp.Body.Close()
 	r11WantCut(t, hogs)
-	if n := next.Load(); n != 4 {
+	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4 (one address each)", n)
 	}
 }
