@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
@@ -55,13 +54,7 @@ func TestMaxConnectionsHogIPv6(t *testing.T) {
 	var dialled atomic.Int32
 	hog := r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77::%x", i) }, &dialled)
 	hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
-	scrape := fromIP("fd00:6d77:0:1::1")
-	scrape.Timeout = 3 * time.Second // before the hog's requests time out
-	resp, err := scrape.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("a newcomer from another /64: %v", err)
-	}
-	resp.Body.Close()
+	r11Answered(t, fromIP("fd00:6d77:0:1::1"), "http://"+addr+"/metrics", "a newcomer from another /64")
 	r11WantCut(t, hogs)
 	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4 (one address each)", n)

@@ -64,6 +64,20 @@ func r11WantCut(t *testing.T, hogs <-chan error) {
 	}
 }
 
+// r11Answered asks url with c, giving up after 3 s (before a held
+// request's 20 s client timeout could free a slot), and fails the test,
+// naming what asked, unless it is answered; the body is closed.
+func r11Answered(t *testing.T, c *http.Client, url, what string) *http.Response {
+	t.Helper()
+	c.Timeout = 3 * time.Second
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
 // r11Dial opens a TCP connection from ip to addr, closed at the test's end.
 func r11Dial(t *testing.T, ip, addr string) net.Conn {
 	t.Helper()
@@ -100,13 +114,7 @@ func TestReview11HogQueuesAhead(t *testing.T) {
 		t.Fatalf("a hog's request ended (%v) for its own newcomer", err)
 	default:
 	}
-	scrape := fromIP("127.0.0.2")
-	scrape.Timeout = 3 * time.Second
-	resp, err := scrape.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("a scrape from another address behind the hog's extra connection: %v", err)
-	}
-	resp.Body.Close()
+	r11Answered(t, fromIP("127.0.0.2"), "http://"+addr+"/metrics", "a scrape from another address behind the hog's extra connection")
 	r11WantCut(t, hogs)
 }
 
@@ -171,14 +179,8 @@ func TestReview11HogTLS(t *testing.T) {
 	web, tc := r10Web(t, true)
 	_, addr := r10Listen(t, Listeners{MaxConns: 3, Web: web}, r11Slow(release, &started), nil)
 	hogs := r11Hold(t, r11TLSClient("127.0.0.1", tc), "https://"+addr, 3, &started)
-	scrape := r11TLSClient("127.0.0.2", tc)
-	scrape.Timeout = 3 * time.Second
 	begin := time.Now()
-	resp, err := scrape.Get("https://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("a scrape from another address: %v", err)
-	}
-	resp.Body.Close()
+	resp := r11Answered(t, r11TLSClient("127.0.0.2", tc), "https://"+addr+"/metrics", "a scrape from another address")
 	if resp.StatusCode != 200 {
 		t.Fatalf("scrape: %d", resp.StatusCode)
 	}

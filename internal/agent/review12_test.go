@@ -84,13 +84,7 @@ func TestReview12SameSlash64Neighbour(t *testing.T) {
 	started.Add(4)
 	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:9::1]:0", MaxConns: 4}, r11Slow(release, &started))
 	hogs := r11Hold(t, fromIP("fd00:6d77:0:1::a"), "http://"+addr, 4, &started)
-	scrape := fromIP("fd00:6d77:0:1::5")
-	scrape.Timeout = 3 * time.Second
-	resp, err := scrape.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("a scrape from the hog's /64: %v", err)
-	}
-	resp.Body.Close()
+	r11Answered(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr+"/metrics", "a scrape from the hog's /64")
 	r11WantCut(t, hogs)
 }
 
@@ -187,13 +181,7 @@ func TestReview12LoopbackAddresses(t *testing.T) {
 	var dialled atomic.Int32
 	hog := r12Spread(func(i int32) string { return fmt.Sprintf("127.0.0.%d", 10+i) }, &dialled)
 	hogs := r11Hold(t, hog, "http://"+net.JoinHostPort("127.0.0.1", port), 4, &started)
-	scrape := fromIP("::1")
-	scrape.Timeout = 3 * time.Second
-	resp, err := scrape.Get("http://" + net.JoinHostPort("::1", port) + "/metrics")
-	if err != nil {
-		t.Fatalf("a scrape from ::1 against four loopback addresses: %v", err)
-	}
-	resp.Body.Close()
+	r11Answered(t, fromIP("::1"), "http://"+net.JoinHostPort("::1", port)+"/metrics", "a scrape from ::1 against four loopback addresses")
 	r11WantCut(t, hogs)
 	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4", n)
@@ -236,22 +224,11 @@ func TestReview12LinkLocalZones(t *testing.T) {
 	base := func(zone string) string { return "http://[fe80::a%25" + zone + "]:" + port } // %25: % in a URL
 	for _, zone := range []string{"v1", "w1"} {
 		c := from(zone)
-		c.Timeout = 3 * time.Second
-		resp, err := c.Get(base(zone) + "/metrics")
-		if err != nil {
-			t.Fatalf("from fe80::c%%%s: %v", zone, err)
-		}
-		resp.Body.Close()
+		r11Answered(t, c, base(zone)+"/metrics", "from fe80::c%"+zone)
 		c.CloseIdleConnections()
 	}
 	hogs := r11Hold(t, from("w1"), base("w1"), 4, &started)
-	scrape := from("v1")
-	scrape.Timeout = 3 * time.Second
-	resp, err := scrape.Get(base("v1") + "/metrics")
-	if err != nil {
-		t.Fatalf("a scrape from fe80::c on another link: %v", err)
-	}
-	resp.Body.Close()
+	r11Answered(t, from("v1"), base("v1")+"/metrics", "a scrape from fe80::c on another link")
 	r11WantCut(t, hogs)
 }
 

@@ -348,24 +348,32 @@ func TestReview9ReapedAtOpen(t *testing.T) {
 // agent's connections) come out of what the engine keeps by default, and
 // a limit they would exhaust leaves it keeping none.
 func TestOtherFiles(t *testing.T) {
+	limit, held := otherFilesHeld(t)
+	base := held(0)
+	reserve := int64(32 + 3)
+	if want := min(int64(limit/2), int64(limit)-reserve); base != want {
+		t.Fatalf("MaxHeld by default %d, want %d (limit %d)", base, want, limit)
+	}
+	other := int(limit) - int(reserve) - 10
+	if got := held(other); got != 10 {
+		t.Errorf("with %d other files under a limit of %d: MaxHeld %d, want 10", other, limit, got)
+	}
+	if got := held(int(limit)); got != -1 {
+		t.Errorf("with other files at the limit: MaxHeld %d, want -1 (none kept)", got)
+	}
+}
+
+// otherFilesHeld returns the open-file limit and a function giving the
+// MaxHeld of a one-worker engine with OtherFiles set; it skips when the
+// limit cannot be read or is too large to reason about.
+func otherFilesHeld(t *testing.T) (uint64, func(other int) int64) {
+	t.Helper()
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
 		t.Skipf("skipping: open-file limit %d (%v)", rl.Cur, err)
 	}
-	held := func(other int) int64 {
+	return rl.Cur, func(other int) int64 {
 		e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), Workers: 1, OtherFiles: other})
 		return e.maxHeld
-	}
-	base := held(0)
-	reserve := int64(32 + 3)
-	if want := min(int64(rl.Cur/2), int64(rl.Cur)-reserve); base != want {
-		t.Fatalf("MaxHeld by default %d, want %d (limit %d)", base, want, rl.Cur)
-	}
-	other := int(rl.Cur) - int(reserve) - 10
-	if got := held(other); got != 10 {
-		t.Errorf("with %d other files under a limit of %d: MaxHeld %d, want 10", other, rl.Cur, got)
-	}
-	if got := held(int(rl.Cur)); got != -1 {
-		t.Errorf("with other files at the limit: MaxHeld %d, want -1 (none kept)", got)
 	}
 }
