@@ -98,10 +98,7 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		out = append(out, s)
 		return s
 	}
-	maxConns := p.MaxConns
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConnections
-	}
+	maxConns := p.maxConns()
 	// newMetricsServer serves metrics on ln, at most maxConns
 	// connections at a time; h has protect behind its access check.
 	newMetricsServer := func(h http.Handler, ln net.Listener) *Server {

@@ -144,10 +144,7 @@ const snapshotConns = 8
 // waiting for a slot, the snapshot socket's clients, and the debug
 // socket's debugConns and one waiting.
 func (p Listeners) Files() int {
-	maxConns := p.MaxConns
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConnections
-	}
+	maxConns := p.maxConns()
 	n := 0
 	for _, on := range []bool{p.Socket != "", p.TCP != ""} {
 		if on {
@@ -183,4 +180,12 @@ func checkFileLimit(p Listeners, limit uint64) error {
 	}
 	return cli.Usagef("--max-connections: the listeners may hold %d descriptors and the walk needs %d more, but the open-file limit (ulimit -n) is %d: lower --max-connections or raise the limit (LimitNOFILE= in the unit)",
 		p.Files(), engine.MinFiles, limit)
+}
+
+// maxConns is MaxConns, or DefaultMaxConnections when unset.
+func (p Listeners) maxConns() int {
+	if p.MaxConns <= 0 {
+		return DefaultMaxConnections
+	}
+	return p.MaxConns
 }
