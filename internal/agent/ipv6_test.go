@@ -6,30 +6,33 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
-// TestIPSource: an IPv4 peer is its address, however written, but
-// loopback one source; an IPv6 peer is its /64.
-func TestIPSource(t *testing.T) {
+// TestIPPeer: an IPv4 peer is its address in its /24 and /16, however
+// written, but loopback its address in 127.0.0.0/8; an IPv6 peer its
+// address in its /64, /56, /48 and /32.
+func TestIPPeer(t *testing.T) {
 	for in, want := range map[string]string{
-		"127.0.0.1":                 "127.0.0.0/8",
-		"::ffff:127.0.0.1":          "127.0.0.0/8",
-		"127.1.2.3":                 "127.0.0.0/8",
-		"192.0.2.7":                 "192.0.2.7",
-		"2001:db8:1:2:3:4:5:6":      "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff:ffff::1": "2001:db8:1:2::/64",
-		"2001:db8:1:3::1":           "2001:db8:1:3::/64",
-		"::1":                       "::/64",
-		"fe80::1":                   "fe80::/64",
+		"127.0.0.1":                 "127.0.0.0/8 > 127.0.0.1",
+		"::ffff:127.0.0.1":          "127.0.0.0/8 > 127.0.0.1",
+		"127.1.2.3":                 "127.0.0.0/8 > 127.1.2.3",
+		"192.0.2.7":                 "192.0.0.0/16 > 192.0.2.0/24 > 192.0.2.7",
+		"2001:db8:1:2:3:4:5:6":      "2001:db8::/32 > 2001:db8:1::/48 > 2001:db8:1::/56 > 2001:db8:1:2::/64 > 2001:db8:1:2:3:4:5:6",
+		"2001:db8:1:2:ffff:ffff::1": "2001:db8::/32 > 2001:db8:1::/48 > 2001:db8:1::/56 > 2001:db8:1:2::/64 > 2001:db8:1:2:ffff:ffff:0:1",
+		"2001:db8:1:3::1":           "2001:db8::/32 > 2001:db8:1::/48 > 2001:db8:1::/56 > 2001:db8:1:3::/64 > 2001:db8:1:3::1",
+		"2001:db8:1:1ff::1":         "2001:db8::/32 > 2001:db8:1::/48 > 2001:db8:1:100::/56 > 2001:db8:1:1ff::/64 > 2001:db8:1:1ff::1",
+		"::1":                       "::/32 > ::/48 > ::/56 > ::/64 > ::1",
+		"fe80::1":                   "fe80::/32 > fe80::/48 > fe80::/56 > fe80::/64 > fe80::1",
 	} {
-		if got := ipSource(net.ParseIP(in)); got != want {
-			t.Errorf("ipSource(%s) = %q, want %q", in, got, want)
+		if got := ipPeer(net.ParseIP(in)).String(); got != want {
+			t.Errorf("ipPeer(%s) = %q, want %q", in, got, want)
 		}
 	}
-	if got := ipSource(nil); got != "<nil>" {
-		t.Errorf("ipSource(nil) = %q", got)
+	if got := ipPeer(nil).String(); got != "<nil>" {
+		t.Errorf("ipPeer(nil) = %q", got)
 	}
 }
 
@@ -66,5 +69,56 @@ func TestMaxConnectionsHogIPv6(t *testing.T) {
 func TestSnapshotConns(t *testing.T) {
 	if snapshotConns != snapserve.DefaultMaxConns {
 		t.Errorf("snapshotConns %d, snapserve.DefaultMaxConns %d", snapshotConns, snapserve.DefaultMaxConns)
+	}
+}
+
+// TestHogsConnLevels: the per-source rule on held connections alone (no
+// sockets, so it runs without root): which address a newcomer's
+// connection is taken from, level by level.
+func TestHogsConnLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		held     []string // one served connection per entry, oldest first
+		newcomer string
+		want     string // the address cut, "" for none
+	}{
+		{"one address holds the most", []string{"192.0.2.1", "192.0.2.1", "192.0.2.1", "198.51.100.1"}, "203.0.113.1", "192.0.2.1"},
+		{"one more than the newcomer's keeps it", []string{"192.0.2.1", "192.0.2.1", "198.51.100.1"}, "198.51.100.1", ""},
+		{"two more than a neighbour's newcomer", []string{"192.0.2.1", "192.0.2.1", "198.51.100.1", "198.51.100.1"}, "198.51.100.2", "198.51.100.1"},
+		{"spread over a /24", []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "198.51.100.1"}, "198.51.100.1", "192.0.2.1"},
+		{"spread over a /16's /24s", []string{"10.1.1.1", "10.1.2.1", "10.1.3.1", "10.2.0.1"}, "10.2.0.1", "10.1.1.1"},
+		{"spread over /16s", []string{"10.1.0.1", "10.2.0.1", "10.3.0.1", "10.4.0.1"}, "10.5.0.1", ""},
+		{"loopback addresses are one group", []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "192.0.2.1"}, "192.0.2.1", "127.0.0.2"},
+		{"within loopback, by address", []string{"127.0.0.2", "127.0.0.2", "127.0.0.2", "127.0.0.1"}, "127.0.0.1", "127.0.0.2"},
+		{"spread over a /64", []string{"2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1::3", "2001:db8:0:2::1"}, "2001:db8:0:2::1", "2001:db8:0:1::1"},
+		{"spread over a /56's /64s", []string{"2001:db8:0:101::1", "2001:db8:0:102::1", "2001:db8:0:103::1", "2001:db8::1"}, "2001:db8::2", "2001:db8:0:101::1"},
+		{"spread over a /48's /56s", []string{"2001:db8:0:100::1", "2001:db8:0:200::1", "2001:db8:0:300::1", "2001:db8:1::1"}, "2001:db8:1::1", "2001:db8:0:100::1"},
+		{"spread over a /32's /48s", []string{"2001:db8:1::1", "2001:db8:2::1", "2001:db8:3::1", "2001:db9::1"}, "2001:db9::1", "2001:db8:1::1"},
+		{"spread over /32s", []string{"2001:db8::1", "2001:db9::1", "2001:dba::1", "2001:dbb::1"}, "2001:dbc::1", ""},
+		{"the neighbour's scrape is not cut", []string{"2001:db8::5", "2001:db8::a", "2001:db8::a", "2001:db8::a"}, "2001:db9::1", "2001:db8::a"},
+		{"the biggest sub-group at each level", []string{"2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1::2", "2001:db8:0:101::1"}, "2001:db9::1", "2001:db8:0:1::2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLimitListener(nil, len(tc.held))
+			names := make(map[net.Conn]string)
+			since := time.Now()
+			for _, a := range tc.held {
+				c, other := net.Pipe()
+				defer c.Close()
+				defer other.Close()
+				p := ipPeer(net.ParseIP(a))
+				l.byPeer[p]++
+				since = since.Add(time.Millisecond)
+				l.served[c] = servedConn{since: since, peer: p}
+				names[c] = a
+			}
+			got := ""
+			if c := l.hogsConn(ipPeer(net.ParseIP(tc.newcomer))); c != nil {
+				got = names[c]
+			}
+			if got != tc.want {
+				t.Errorf("cut %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

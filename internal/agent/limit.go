@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,18 +63,40 @@ type limitListener struct {
 	// (ConnState) and protect, with when they became so.
 	waiting map[net.Conn]waitingConn
 	// served holds the connections serving an allowed request (protect),
-	// with when it began; bySource counts the held connections of each
-	// source, byPeer of each peer (sourceOf).
-	served   map[net.Conn]servedConn
-	bySource map[string]int
-	byPeer   map[peer]int
+	// with when it began; byPeer counts the held connections of each peer
+	// (sourceOf), from which the counts of its groups are summed.
+	served map[net.Conn]servedConn
+	byPeer map[peer]int
 }
 
-// peer names the other end of a connection: its source, which the
-// per-source rule counts (hogsConn), and its address within the source,
-// where a source holds several (an IPv6 /64, IPv4 loopback); else the
-// source again.
-type peer struct{ source, addr string }
+// maxLevels is the most groups a peer's place has: an IPv6 peer's /32,
+// /48, /56 and /64, and its address.
+const maxLevels = 5
+
+// peer names the other end of a connection as the groups it sits in,
+// widest first, down to its address (path[:n]; n ≥ 1): for an IPv6 peer
+// its /32, /48, /56, /64 and address; for an IPv4 peer its /16, /24 and
+// address, or 127.0.0.0/8 and address; on a unix socket its user. Each
+// name carries its prefix, so equal names at a level mean equal groups
+// above it too. The per-source rule (hogsConn) compares groups level by
+// level; a peer's source is its widest group.
+type peer struct {
+	path [maxLevels]string
+	n    int
+}
+
+// newPeer is the peer at path, widest group first.
+func newPeer(path ...string) peer {
+	var p peer
+	p.n = copy(p.path[:], path)
+	return p
+}
+
+// source is p's widest group.
+func (p peer) source() string { return p.path[0] }
+
+// String is p's path, widest group first, for tests and messages.
+func (p peer) String() string { return strings.Join(p.path[:p.n], " > ") }
 
 type servedConn struct {
 	since time.Time
@@ -93,7 +116,6 @@ func newLimitListener(ln net.Listener, n int) *limitListener {
 		done:     make(chan struct{}),
 		waiting:  make(map[net.Conn]waitingConn),
 		served:   make(map[net.Conn]servedConn),
-		bySource: make(map[string]int),
 		byPeer:   make(map[peer]int),
 	}
 }
@@ -130,7 +152,7 @@ accept:
 			if l.makeRoom(from) {
 				continue
 			}
-			if l.blocksOthers(from.source) {
+			if l.blocksOthers(from) {
 				c.Close()
 				continue accept
 			}
@@ -146,17 +168,18 @@ accept:
 	}
 }
 
-// blocksOthers reports whether a newcomer from src, for which no room
+// blocksOthers reports whether a newcomer from p, for which no room
 // could be made, would keep out, by waiting, one from a source holding
-// nothing for which hogsConn would close a connection: src holds a slot
-// and some source holds two.
-func (l *limitListener) blocksOthers(src string) bool {
+// nothing for which hogsConn would close a connection: p's source holds
+// a slot and some source holds two.
+func (l *limitListener) blocksOthers(p peer) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.bySource[src] == 0 {
+	sources := l.groups(p, 0)
+	if sources[p.source()] == 0 {
 		return false
 	}
-	for _, n := range l.bySource {
+	for _, n := range sources {
 		if n >= 2 {
 			return true
 		}
@@ -167,14 +190,10 @@ func (l *limitListener) blocksOthers(src string) bool {
 // held wraps c, which has taken a slot, to free it when closed.
 func (l *limitListener) held(c net.Conn, p peer) net.Conn {
 	l.mu.Lock()
-	l.bySource[p.source]++
 	l.byPeer[p]++
 	l.mu.Unlock()
 	return &limitConn{Conn: c, peer: p, release: sync.OnceFunc(func() {
 		l.mu.Lock()
-		if l.bySource[p.source]--; l.bySource[p.source] <= 0 {
-			delete(l.bySource, p.source)
-		}
 		if l.byPeer[p]--; l.byPeer[p] <= 0 {
 			delete(l.byPeer, p)
 		}
@@ -183,20 +202,21 @@ func (l *limitListener) held(c net.Conn, p peer) net.Conn {
 	})}
 }
 
-// sourceOf names who is at the other end of c: for a TCP peer its
-// source (ipSource) and its IP address, with the link of a link-local
-// one, for a unix socket's peer its user (SO_PEERCRED).
+// sourceOf names who is at the other end of c: for a TCP peer the
+// groups of its IP address (ipPeer), with the link of a link-local one,
+// for a unix socket's peer its user (SO_PEERCRED).
 func sourceOf(c net.Conn) peer {
 	switch c := c.(type) {
 	case *net.TCPConn:
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-			p := peer{ipSource(a.IP), a.IP.String()}
+			p := ipPeer(a.IP)
 			if a.Zone != "" {
 				// A link-local peer: fe80::/64 on each link is
 				// another network, and its addresses are another
 				// link's too.
-				p.source += "%" + a.Zone
-				p.addr += "%" + a.Zone
+				for i := range p.path[:p.n] {
+					p.path[i] += "%" + a.Zone
+				}
 			}
 			return p
 		}
@@ -207,8 +227,7 @@ func sourceOf(c net.Conn) peer {
 				cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 			})
 			if cred != nil {
-				uid := "uid " + strconv.FormatUint(uint64(cred.Uid), 10)
-				return peer{uid, uid}
+				return newPeer("uid " + strconv.FormatUint(uint64(cred.Uid), 10))
 			}
 		}
 	}
@@ -217,29 +236,39 @@ func sourceOf(c net.Conn) peer {
 	if a := c.RemoteAddr(); a != nil {
 		name = a.String()
 	}
-	return peer{name, name}
+	return newPeer(name)
 }
 
-// ipSource is the source of a TCP peer at ip: an IPv4 address (also
-// written IPv4-mapped, ::ffff:a.b.c.d) itself, but 127.0.0.0/8 as one;
-// an IPv6 address its /64. One IPv6 host commonly holds a whole /64
-// (SLAAC, privacy addresses) and can take a new address for every
-// connection: counted by address, one client would be as many sources
-// as connections and the hog rule would never find it. So can any user
-// of this host with loopback addresses, which anyone may bind. Hosts
-// that share a /64 count as one source, as hosts behind one NAT address
-// do in IPv4; within it their addresses are still told apart (hogsConn).
-func ipSource(ip net.IP) string {
+// ipPeer is the place of a TCP peer at ip: an IPv4 address (also written
+// IPv4-mapped, ::ffff:a.b.c.d) in its /16 and /24, but a loopback address
+// in 127.0.0.0/8 alone; an IPv6 address in its /32, /48, /56 and /64.
+//
+// Why groups wider than an address: one IPv6 host commonly holds a whole
+// /64 (SLAAC, privacy addresses) and can take a new address for every
+// connection; a routed /56 (a home's) or /48 (a site's, 6to4's for any
+// IPv4 host) gives one client as many /64s; any user of this host may
+// bind any loopback address; a cloud tenant may hold many IPv4 addresses
+// of one range. Counted by address, or by /64 alone, such a client is as
+// many sources as connections and the hog rule never finds it. Counted
+// by nested groups, it is one group at some level, where the rule finds
+// it (hogsConn), while hosts that share a group (a NAT, a bridge, a
+// provider's range) are still told apart at the levels below.
+func ipPeer(ip net.IP) peer {
 	if ip4 := ip.To4(); ip4 != nil {
 		if ip4[0] == 127 {
-			return "127.0.0.0/8"
+			return newPeer("127.0.0.0/8", ip4.String())
 		}
-		return ip4.String()
+		return newPeer(prefix(ip4, 16, 32), prefix(ip4, 24, 32), ip4.String())
 	}
 	if len(ip) != net.IPv6len {
-		return ip.String()
+		return newPeer(ip.String())
 	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	return newPeer(prefix(ip, 32, 128), prefix(ip, 48, 128), prefix(ip, 56, 128), prefix(ip, 64, 128), ip.String())
+}
+
+// prefix names ip's network of ones bits out of bits, as "net/ones".
+func prefix(ip net.IP, ones, bits int) string {
+	return ip.Mask(net.CIDRMask(ones, bits)).String() + "/" + strconv.Itoa(ones)
 }
 
 // Close closes the listener and ends a waiting Accept.
@@ -251,15 +280,15 @@ func (l *limitListener) Close() error {
 // makeRoom closes, for a newcomer from p, the connection idle the
 // longest or, with none idle, the one that has waited the longest
 // without being served; with none of those, a served connection of a
-// source or an address holding at least two more than p's (hogsConn).
-// Its slot is free when it returns true (unless the
-// server had closed it already: the caller then asks again).
+// group holding at least two more than p's at some level (hogsConn).
+// Its slot is free when it returns true (unless the server had closed it
+// already: the caller then asks again).
 //
 // The last rule is for a client allowed to ask (anyone on --no-auth, a
 // password holder, a member of the socket's group) who asks on every
 // slot and reads no answer: each connection stays served until the
 // write timeout, and without it they would lock every other source out.
-// One source holding a single slot more than another keeps it: a
+// A group holding a single slot more than another keeps it: a
 // scrape in progress is never cut for a client that already has as
 // many.
 func (l *limitListener) makeRoom(p peer) bool {
@@ -296,45 +325,74 @@ func (l *limitListener) makeRoom(p peer) bool {
 }
 
 // hogsConn returns a served connection that a newcomer from p may
-// close, else nil: one of the source holding the most connections, if
-// that holds at least two more than p's source; else, within p's own
-// source, one of the address holding the most, if that holds at least
-// two more than p's address. Hosts sharing a source (an IPv6 /64,
-// loopback) are so told apart among themselves: one of them on every
-// slot from one address does not lock the others out, as it did not
-// when each address was a source. Of a source, it is one of the address
-// holding the most, so that a client does not get a neighbour's scrape
-// in its /64 cut for it; of an address, the longest-served. l.mu is
-// held.
+// close, else nil. Level by level from the widest, among the groups
+// that share p's groups above the level: if the group holding the most
+// connections is not p's and holds at least two more than p's, the
+// connection closed is one of it; else the rule goes down into p's own
+// group. Of the group found, it is one of its sub-group holding the most
+// at each level below, down to an address, and of that address the
+// longest-served.
+//
+// So a client that spreads its connections over the addresses of a /64,
+// the /64s of a /48 or the addresses of a /24 is one group at the level
+// above the spread and is found there; hosts sharing a group (a /64 of a
+// bridge, loopback, a provider's range) are told apart at the levels
+// below it: one of them on every slot from one address does not lock the
+// others out, and a newcomer from elsewhere closes one of that address's
+// connections, not a neighbour's scrape. l.mu is held.
 func (l *limitListener) hogsConn(p peer) net.Conn {
-	hog, most := "", 0
-	for s, n := range l.bySource {
-		if n > most {
-			hog, most = s, n
+	for lvl := range p.n {
+		groups := l.groups(p, lvl)
+		hog, most := top(groups)
+		if hog != p.path[lvl] && most >= groups[p.path[lvl]]+2 {
+			return l.longestServed(l.biggest(lvl, hog))
 		}
-	}
-	if hog != p.source && most >= l.bySource[p.source]+2 {
-		return l.longestServed(l.biggest(hog))
-	}
-	if q := l.biggest(p.source); q != p && l.byPeer[q] >= l.byPeer[p]+2 {
-		return l.longestServed(q)
 	}
 	return nil
 }
 
-// biggest returns the peer of source holding the most connections.
-// l.mu is held.
-func (l *limitListener) biggest(source string) peer {
-	var (
-		big  peer
-		most int
-	)
+// groups counts the connections held by each group at level lvl of the
+// peers that share p's groups above it. l.mu is held.
+func (l *limitListener) groups(p peer, lvl int) map[string]int {
+	counts := make(map[string]int)
 	for q, n := range l.byPeer {
-		if q.source == source && n > most {
-			big, most = q, n
+		if q.n > lvl && (lvl == 0 || q.path[lvl-1] == p.path[lvl-1]) {
+			counts[q.path[lvl]] += n
 		}
 	}
-	return big
+	return counts
+}
+
+// top returns the group holding the most connections, the least name of
+// those holding as many (so that the pick does not depend on map order),
+// and its count.
+func top(groups map[string]int) (string, int) {
+	hog, most := "", 0
+	for g, n := range groups {
+		if n > most || n == most && g < hog {
+			hog, most = g, n
+		}
+	}
+	return hog, most
+}
+
+// biggest returns the peer reached from group, at level lvl, by taking
+// at each level below it the sub-group holding the most connections,
+// down to an address. l.mu is held.
+func (l *limitListener) biggest(lvl int, group string) peer {
+	for k := lvl; k < maxLevels; k++ {
+		below := make(map[string]int)
+		for q, n := range l.byPeer {
+			if q.n > k && q.path[k] == group {
+				if q.n == k+1 {
+					return q // group is an address: q is its only peer
+				}
+				below[q.path[k+1]] += n
+			}
+		}
+		group, _ = top(below)
+	}
+	return peer{}
 }
 
 // longestServed returns p's connection served the longest, or nil.
@@ -403,8 +461,9 @@ func protect(h http.Handler) http.Handler {
 
 // serving takes c out of the connections makeRoom may close for anyone;
 // the server puts it back when the request is done and c idle
-// (connState). Only a newcomer from another source, when c's holds two
-// more connections than the newcomer's, may still close it (hogsConn).
+// (connState). Only a newcomer from another group, when one of c's
+// groups holds two more connections than the newcomer's at that level,
+// may still close it (hogsConn).
 func (l *limitListener) serving(c net.Conn) {
 	var p peer
 	if lc := holder(c); lc != nil {

@@ -396,7 +396,7 @@ func TestSourceOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got, want := sourceOf(s), (peer{"127.0.0.0/8", "127.0.0.3"}); got != want {
+	if got, want := sourceOf(s), newPeer("127.0.0.0/8", "127.0.0.3"); got != want {
 		t.Errorf("TCP peer %q, want %q", got, want)
 	}
 
@@ -417,7 +417,7 @@ func TestSourceOf(t *testing.T) {
 	}
 	defer us.Close()
 	uid := "uid " + strconv.Itoa(os.Getuid())
-	if got, want := sourceOf(us), (peer{uid, uid}); got != want {
+	if got, want := sourceOf(us), newPeer(uid); got != want {
 		t.Errorf("unix source %q, want %q", got, want)
 	}
 }

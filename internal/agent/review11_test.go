@@ -144,8 +144,8 @@ func TestReview11MappedAddress(t *testing.T) {
 	}
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	if n := ll.byPeer[peer{"127.0.0.0/8", "127.0.0.1"}]; n != 2 || len(ll.byPeer) != 1 || len(ll.bySource) != 1 {
-		t.Errorf("sources %v, peers %v, want 127.0.0.1 holding 2", ll.bySource, ll.byPeer)
+	if n := ll.byPeer[newPeer("127.0.0.0/8", "127.0.0.1")]; n != 2 || len(ll.byPeer) != 1 {
+		t.Errorf("peers %v, want 127.0.0.1 holding 2", ll.byPeer)
 	}
 }
 
@@ -231,7 +231,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 	state := func() string {
 		ll.mu.Lock()
 		defer ll.mu.Unlock()
-		return fmt.Sprintf("%d slots, sources %v, peers %v, %d served, %d waiting", len(ll.slots), ll.bySource, ll.byPeer, len(ll.served), len(ll.waiting))
+		return fmt.Sprintf("%d slots, peers %v, %d served, %d waiting", len(ll.slots), ll.byPeer, len(ll.served), len(ll.waiting))
 	}
 	for round := range 20 {
 		// Each round starts with every slot free: the last round's
@@ -244,7 +244,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 		if !eventually(func() bool {
 			ll.mu.Lock()
 			defer ll.mu.Unlock()
-			return len(ll.bySource) == 0 && len(ll.byPeer) == 0 && len(ll.served) == 0
+			return len(ll.byPeer) == 0 && len(ll.served) == 0
 		}) {
 			t.Fatalf("round %d: the last round's connections left: %s", round, state())
 		}
@@ -276,7 +276,7 @@ func TestReview11CountsAfterChurn(t *testing.T) {
 	if !eventually(func() bool {
 		ll.mu.Lock()
 		defer ll.mu.Unlock()
-		return len(ll.slots) == 0 && len(ll.bySource) == 0 && len(ll.byPeer) == 0 && len(ll.served) == 0 && len(ll.waiting) == 0
+		return len(ll.slots) == 0 && len(ll.byPeer) == 0 && len(ll.served) == 0 && len(ll.waiting) == 0
 	}) {
 		t.Fatalf("left: %s", state())
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,8 +22,8 @@ import (
 )
 
 // r12Netns runs the test t again, alone, in a network namespace of its
-// own and returns false; run there (netnsEnv set), it routes
-// fd00:6d77::/48 to lo, lets any address of it be bound, and returns
+// own and returns false; run there (netnsEnv set), it routes fd00::/16
+// and 10.0.0.0/8 to lo, lets any address of them be bound, and returns
 // true: the test goes on. It skips without root, unshare or ip.
 func r12Netns(t *testing.T) bool {
 	t.Helper()
@@ -43,13 +44,15 @@ func r12Netns(t *testing.T) bool {
 		}
 		return false
 	}
-	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"-6", "route", "add", "local", "fd00:6d77::/48", "dev", "lo"}} {
+	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"-6", "route", "add", "local", "fd00::/16", "dev", "lo"}, {"route", "add", "local", "10.0.0.0/8", "dev", "lo"}} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %q: %v\n%s", args, err, out)
 		}
 	}
-	if err := os.WriteFile("/proc/sys/net/ipv6/ip_nonlocal_bind", []byte("1\n"), 0); err != nil {
-		t.Fatal(err)
+	for _, v := range []string{"ipv6", "ipv4"} {
+		if err := os.WriteFile("/proc/sys/net/"+v+"/ip_nonlocal_bind", []byte("1\n"), 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return true
 }
@@ -119,43 +122,123 @@ func TestReview12NeighbourScrapeNotCut(t *testing.T) {
 	}
 }
 
-// TestReview12AcrossSlash64s: what the rule cannot stop, as
-// docs/agent.md says: a client with a /64 per slot (a /48 holds 65,536)
-// holding one slot from each is as many sources holding one each, and a
-// scrape waits for one of them to end. With two slots in one /64 it is
-// found: the scrape closes one of them.
+// TestReview12AcrossSlash64s: a client that holds every slot one
+// connection per /64 (a /48 holds 65,536 of them), per /56 or per /48
+// was as many sources holding one each while sources were /64s, and a
+// scrape waited for one of them to end (the subtest "1 per /64" failed
+// before groups wider than a /64). Now the spread is one group at the
+// level above it, which holds every slot, and the scrape closes one of
+// its connections. What the rule still cannot find is a spread over
+// /32s, which the last case shows: the scrape waits, as docs/agent.md
+// says.
 func TestReview12AcrossSlash64s(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
-	for _, perSlash64 := range []int32{1, 2} {
-		t.Run(fmt.Sprintf("%d per /64", perSlash64), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hog   func(i int32) string // connection i's address
+		found bool
+	}{
+		{"1 per /64", func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::%x", 0x100+i, i) }, true},
+		{"2 per /64", func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::%x", 0x100+(i+1)/2, i) }, true},
+		{"1 per /56", func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::1", 0x100*i) }, true},
+		{"1 per /48", func(i int32) string { return fmt.Sprintf("fd00:6d77:%x::1", i) }, true},
+		{"1 per /32", func(i int32) string { return fmt.Sprintf("fd00:%x::1", i) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
 			var started sync.WaitGroup
 			started.Add(4)
-			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
+			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
 			var dialled atomic.Int32
-			hog := r12Spread(func(i int32) string {
-				// Connection i from /64 number (i+perSlash64-1)/perSlash64.
-				return fmt.Sprintf("fd00:6d77:0:%x::%x", 0x100+(i+perSlash64-1)/perSlash64, i)
-			}, &dialled)
-			hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
+			hogs := r11Hold(t, r12Spread(tc.hog, &dialled), "http://"+addr, 4, &started)
 			defer close(release)
-			scrape := fromIP("fd00:6d77:0:1::1")
+			scrape := fromIP("fd00:6d76::1")
 			scrape.Timeout = time.Second
 			resp, err := scrape.Get("http://" + addr + "/metrics")
-			if perSlash64 == 1 {
+			if !tc.found {
 				if err == nil {
 					resp.Body.Close()
-					t.Fatal("answered while four /64s held a slot each: the docs say it waits")
+					t.Fatal("answered while four /32s held a slot each: the docs say it waits")
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("a scrape against two /64s holding two each: %v", err)
+				t.Fatalf("a scrape from another /32: %v", err)
 			}
 			resp.Body.Close()
 			r11WantCut(t, hogs)
+		})
+	}
+}
+
+// TestReview13SpreadNeighbour: a client spread over the /64s of one /56
+// holds every slot but one, which a scraper in the same /48 (another
+// /56) holds with a scrape in progress. A newcomer of the scraper's
+// closes one of the spread's connections, found at the /56 level, and
+// the scrape in progress is not cut; so does a newcomer from elsewhere.
+func TestReview13SpreadNeighbour(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	for _, newcomer := range []string{"fd00:6d77:0:2::9", "fd00:6d78::1"} {
+		t.Run(newcomer, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			var started sync.WaitGroup
+			started.Add(1)
+			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
+			scrape := r11Hold(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr, 1, &started)
+			started.Add(3)
+			var dialled atomic.Int32
+			hogs := r11Hold(t, r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::1", 0x100+i) }, &dialled), "http://"+addr, 3, &started)
+			r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", "a newcomer from "+newcomer)
+			r11WantCut(t, hogs)
+			select {
+			case err := <-scrape:
+				t.Fatalf("the neighbour's scrape ended (%v), cut for the spread", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestReview13IPv4Spread: an IPv4 client holding three slots from three
+// addresses of one /24 (a tenant's range), or of three /24s of one /16,
+// beside a scrape in progress from another /24. Counted by address (before
+// IPv4 groups) each held one, as the scrape did, and a newcomer waited;
+// now the spread is one group at the /24 or /16 level and the newcomer
+// closes one of its connections, not the scrape.
+func TestReview13IPv4Spread(t *testing.T) {
+	if !r12Netns(t) {
+		return
+	}
+	for _, tc := range []struct {
+		name     string
+		hog      func(i int32) string
+		newcomer string
+	}{
+		{"per address of a /24", func(i int32) string { return fmt.Sprintf("10.1.2.%d", i) }, "10.1.3.6"},
+		{"per /24 of a /16", func(i int32) string { return fmt.Sprintf("10.1.%d.1", 10+i) }, "10.2.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			var started sync.WaitGroup
+			started.Add(1)
+			addr, _ := listenLimited(t, Listeners{TCP: "10.9.9.9:0", MaxConns: 4}, r11Slow(release, &started))
+			scrape := r11Hold(t, fromIP("10.1.3.5"), "http://"+addr, 1, &started)
+			started.Add(3)
+			var dialled atomic.Int32
+			hogs := r11Hold(t, r12Spread(tc.hog, &dialled), "http://"+addr, 3, &started)
+			r11Answered(t, fromIP(tc.newcomer), "http://"+addr+"/metrics", "a newcomer from "+tc.newcomer)
+			r11WantCut(t, hogs)
+			select {
+			case err := <-scrape:
+				t.Fatalf("the scrape from 10.1.3.5 ended (%v), cut for the spread", err)
+			case <-time.After(300 * time.Millisecond):
+			}
 		})
 	}
 }
@@ -234,27 +317,33 @@ func TestReview12LinkLocalZones(t *testing.T) {
 
 // TestReview12AddressForms: IPv6 addresses that carry another network's
 // address (IPv4-compatible, SIIT, NAT64's 64:ff9b::/96, 6to4's 2002::/16,
-// Teredo's 2001::/32) are their /64 like any other, with each address
-// told apart within it: every IPv4 client behind one NAT64 prefix is one
-// source, as behind one NAT address, but one of them does not lock out
-// the others (hogsConn); a 6to4 host's /48 is 65,536 sources, as any
-// routed /48 (TestReview12AcrossSlash64s).
+// Teredo's 2001::/32) are in their /64 and wider groups like any other,
+// with each address told apart within it: every IPv4 client behind one
+// NAT64 prefix is one group, as behind one NAT address, but one of them
+// does not lock out the others (hogsConn); a 6to4 host's /48 is one group
+// of 65,536 /64s, as any routed /48 (TestReview12AcrossSlash64s).
 func TestReview12AddressForms(t *testing.T) {
 	for in, want := range map[string]string{
-		"::c000:207":                           "::/64",
-		"::ffff:0:c000:207":                    "::/64",
-		"::1":                                  "::/64",
-		"64:ff9b::c000:207":                    "64:ff9b::/64",
-		"64:ff9b::c633:6401":                   "64:ff9b::/64",
-		"2002:c000:207:1::1":                   "2002:c000:207:1::/64",
-		"2001:0:4136:e378:8000:63bf:3fff:fdd2": "2001:0:4136:e378::/64",
-		"::ffff:10.1.2.3":                      "10.1.2.3",
-		"::ffff:127.255.255.254":               "127.0.0.0/8",
-		"fe80::1":                              "fe80::/64",
+		"::c000:207":                           "::/64 > ::c000:207",
+		"::ffff:0:c000:207":                    "::/64 > ::ffff:0:c000:207",
+		"::1":                                  "::/64 > ::1",
+		"64:ff9b::c000:207":                    "64:ff9b::/64 > 64:ff9b::c000:207",
+		"64:ff9b::c633:6401":                   "64:ff9b::/64 > 64:ff9b::c633:6401",
+		"2002:c000:207:1::1":                   "2002:c000:207:1::/64 > 2002:c000:207:1::1",
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2": "2001:0:4136:e378::/64 > 2001:0:4136:e378:8000:63bf:3fff:fdd2",
+		"::ffff:10.1.2.3":                      "10.1.2.0/24 > 10.1.2.3",
+		"::ffff:127.255.255.254":               "127.0.0.0/8 > 127.255.255.254",
+		"fe80::1":                              "fe80::/64 > fe80::1",
 	} {
-		if got := ipSource(net.ParseIP(in)); got != want {
-			t.Errorf("ipSource(%s) = %q, want %q", in, got, want)
+		p := ipPeer(net.ParseIP(in))
+		if got := strings.Join(p.path[max(p.n-2, 0):p.n], " > "); got != want {
+			t.Errorf("ipPeer(%s) ends %q, want %q", in, got, want)
 		}
+	}
+	// 6to4: one IPv4 host's /48, whatever /64 it dials from.
+	a, b := ipPeer(net.ParseIP("2002:c000:207:1::1")), ipPeer(net.ParseIP("2002:c000:207:ffff::1"))
+	if a.path[1] != "2002:c000:207::/48" || a.path[1] != b.path[1] || a.path[3] == b.path[3] {
+		t.Errorf("6to4 peers %v and %v: want one /48, two /64s", a, b)
 	}
 }
 
