@@ -81,7 +81,8 @@ func TestReview12SoftLimitRaised(t *testing.T) {
 }
 
 // TestReview12ListenersFullAtLimit: the open-file limit exactly what the
-// check lets pass (the listeners' share plus 16), every slot of both
+// check lets pass (the listeners' share, what serve holds before it
+// listens, and 16), every slot of both
 // metrics listeners and of the snapshot socket taken, walks every 100 ms:
 // the walks still read every process, and a scrape is answered.
 func TestReview12ListenersFullAtLimit(t *testing.T) {
@@ -89,7 +90,7 @@ func TestReview12ListenersFullAtLimit(t *testing.T) {
 	dir := t.TempDir()
 	sock, snap := filepath.Join(dir, "m.sock"), filepath.Join(dir, "snapshot.sock")
 	const maxConns = 4
-	files := 2*(1+maxConns+1) + 1 + 8
+	files := 2*(1+maxConns+1) + 1 + 8 + r13OpenAlready(t, root)
 	stderr := r12Serve(t, strconv.Itoa(files+16), "--proc", root, "--conns=false", "--min-interval", "100ms",
 		"--socket", sock, "--listen", "127.0.0.1:0", "--no-auth", "--max-connections", strconv.Itoa(maxConns))
 	m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/metrics`).FindStringSubmatch(stderr.String())
@@ -131,5 +132,106 @@ func TestReview12ListenersFullAtLimit(t *testing.T) {
 	t.Log(regexp.MustCompile(`(?m)^process_(open|max)_fds .*$`).FindAllString(string(body), -1))
 	if t.Failed() {
 		t.Logf("metrics:\n%s\nstderr:\n%s", body, stderr.String())
+	}
+}
+
+// r13OpenAlready returns how many descriptors serve holds before it
+// listens, run as this test does (the standard three, the Go runtime's
+// poller and cgroup files, and whatever this test inherited), read from
+// its refusal at a limit of 20.
+func r13OpenAlready(t *testing.T, root string) int {
+	t.Helper()
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("skipping: prlimit not installed (util-linux)")
+	}
+	bin := filepath.Join(t.TempDir(), "memwho-agent")
+	if err := os.Symlink(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command("prlimit", "--nofile=20:20", bin, "serve", "--proc", root, "--conns=false", "--socket", filepath.Join(t.TempDir(), "m.sock")).CombinedOutput()
+	m := regexp.MustCompile(`, (\d+) are open already and the walk needs 16 more`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no refusal naming the descriptors open at limit 20:\n%s", out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	if n < 3 {
+		t.Fatalf("%d open already, want at least the standard three", n)
+	}
+	return n
+}
+
+// TestReview13InheritedRefused: serve started with 40 descriptors left
+// open by its parent (cmd.ExtraFiles) at a limit that fits the listeners,
+// what it holds anyway and the walk's 16, but not the 40: refused before
+// any socket exists, naming the 40 more open. Before, only the listeners
+// counted, and the 40 came out of the walk's share. What it holds anyway
+// is read from a first run's refusal (r13OpenAlready).
+func TestReview13InheritedRefused(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("skipping: prlimit not installed (util-linux)")
+	}
+	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "memwho-agent")
+	if err := os.Symlink(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "m.sock")
+	// serve runs for at most 1.5 s; still running then, it was accepted
+	// (a refusal comes before any walk, in milliseconds).
+	run := func(limit, extra int) (string, error) {
+		l := strconv.Itoa(limit)
+		cmd := exec.Command("prlimit", "--nofile="+l+":"+l, bin, "serve", "--proc", root, "--conns=false", "--socket", sock)
+		for range extra {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		}
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return stderr.String(), err
+		case <-time.After(1500 * time.Millisecond):
+			cmd.Process.Kill()
+			<-done
+			return stderr.String(), nil
+		}
+	}
+	openRE := regexp.MustCompile(`the listeners may hold 75 descriptors, (\d+) are open already and the walk needs 16 more`)
+	open := func(out string) int {
+		m := openRE.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no refusal naming the descriptors open:\n%s", out)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	// The socket, its 64 connections and one waiting, the snapshot
+	// socket's 1+8: 75.
+	base := r13OpenAlready(t, root)
+	limit := 75 + base + 16
+	out, err := run(limit, 40)
+	if err == nil {
+		t.Fatalf("40 inherited at limit %d: accepted\n%s", limit, out)
+	}
+	// The 40 land on descriptors 3 to 42, over any this test inherited
+	// there, so up to base-3 of the base may be gone.
+	if n := open(out); n < 40+3 || n > base+40 {
+		t.Errorf("40 inherited: %d open already, want %d to %d", n, 43, base+40)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("the socket exists after the refusal")
+	}
+	if out, err := run(limit, 0); err != nil {
+		t.Fatalf("none inherited at limit %d: %v\n%s", limit, err, out)
 	}
 }

@@ -79,10 +79,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if lp, err = f.listen.Plan(privilege.OpenInput); err != nil {
 			return err
 		}
-		if err := lp.CheckFileLimit(); err != nil {
+		if opt.Engine.OtherFiles, err = lp.CheckFileLimit(); err != nil {
 			return err
 		}
-		opt.Engine.OtherFiles = lp.Files()
 	}
 	// Snapshots served to memwho carry what any grouping needs.
 	opt.FullDetail = lp.Snapshot != ""

@@ -356,8 +356,8 @@ func TestReview12FileLimit(t *testing.T) {
 	if got := p.Files(); got != files {
 		t.Fatalf("Files() = %d, want %d", got, files)
 	}
-	for limit, ok := range map[uint64]bool{0: false, 16: false, uint64(files) + 15: false, uint64(files) + 16: true, math.MaxUint64: true} {
-		if err := checkFileLimit(p, limit); (err == nil) != ok {
+	for limit, ok := range map[uint64]bool{0: false, 16: false, uint64(files) + 18: false, uint64(files) + 19: true, math.MaxUint64: true} {
+		if err := checkFileLimit(p, 3, limit); (err == nil) != ok {
 			t.Errorf("limit %d: %v, want accepted %v", limit, err, ok)
 		}
 	}
@@ -404,5 +404,41 @@ func TestDebugSocketBounded(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+// TestReview13Inherited: descriptors the agent holds before it listens
+// (inherited from a shell or a supervisor) count against the open-file
+// limit: before, the check counted the listeners alone, and 40 inherited
+// descriptors came out of the walk's share unseen.
+func TestReview13Inherited(t *testing.T) {
+	before := openFiles()
+	if before < 3 {
+		t.Fatalf("openFiles() = %d, want at least the standard three", before)
+	}
+	var held []*os.File
+	for range 40 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	defer func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}()
+	if got := openFiles(); got != before+40 {
+		t.Errorf("openFiles() = %d with 40 more open, want %d", got, before+40)
+	}
+	p := Listeners{Socket: "m.sock"}
+	limit := uint64(p.Files() + 3 + 16)
+	if err := checkFileLimit(p, 3, limit); err != nil {
+		t.Errorf("the standard three at limit %d: %v", limit, err)
+	}
+	err := checkFileLimit(p, 43, limit)
+	if err == nil || !strings.Contains(err.Error(), "43 are open already") {
+		t.Errorf("43 open at limit %d: %v, want refused naming them", limit, err)
 	}
 }
