@@ -122,3 +122,30 @@ func TestHogsConnLevels(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHogsConn: the rule's cost for one newcomer when every slot is
+// served, at the default limit and the largest, each slot held from an
+// address of its own in one /48 (the spread the rule walks deepest for).
+func BenchmarkHogsConn(b *testing.B) {
+	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			l := newLimitListener(nil, n)
+			since := time.Now()
+			for i := range n {
+				c, other := net.Pipe()
+				defer c.Close()
+				defer other.Close()
+				p := ipPeer(net.ParseIP(fmt.Sprintf("2001:db8:0:%x::%x", i/16, i%16+1)))
+				l.byPeer[p]++
+				l.served[c] = servedConn{since: since.Add(time.Duration(i)), peer: p}
+			}
+			newcomer := ipPeer(net.ParseIP("2001:db9::1"))
+			b.ReportAllocs()
+			for b.Loop() {
+				if l.hogsConn(newcomer) == nil {
+					b.Fatal("no hog found")
+				}
+			}
+		})
+	}
+}

@@ -67,6 +67,17 @@ type limitListener struct {
 	// (sourceOf), from which the counts of its groups are summed.
 	served map[net.Conn]servedConn
 	byPeer map[peer]int
+
+	// Scratch of tally and biggest, reused so that a newcomer when
+	// every slot is served allocates nothing.
+	own    [maxLevels]int            // connections of the newcomer's group, by level
+	others [maxLevels]map[string]int // connections of each other group, by level
+	under  []peerCount               // peers of a hog's group (biggest)
+}
+
+type peerCount struct {
+	p peer
+	n int
 }
 
 // maxLevels is the most groups a peer's place has: an IPv6 peer's /32,
@@ -175,16 +186,9 @@ accept:
 func (l *limitListener) blocksOthers(p peer) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sources := l.groups(p, 0)
-	if sources[p.source()] == 0 {
-		return false
-	}
-	for _, n := range sources {
-		if n >= 2 {
-			return true
-		}
-	}
-	return false
+	l.tally(p)
+	_, most := top(l.others[0])
+	return l.own[0] >= 2 || l.own[0] == 1 && most >= 2
 }
 
 // held wraps c, which has taken a slot, to free it when closed.
@@ -326,11 +330,11 @@ func (l *limitListener) makeRoom(p peer) bool {
 
 // hogsConn returns a served connection that a newcomer from p may
 // close, else nil. Level by level from the widest, among the groups
-// that share p's groups above the level: if the group holding the most
-// connections is not p's and holds at least two more than p's, the
-// connection closed is one of it; else the rule goes down into p's own
-// group. Of the group found, it is one of its sub-group holding the most
-// at each level below, down to an address, and of that address the
+// that share p's groups above the level: if a group other than p's holds
+// at least two more connections than p's, the connection closed is one of
+// the group holding the most; else the rule goes down into p's own group.
+// Of the group found, it is one of its sub-group holding the most at
+// each level below, down to an address, and of that address the
 // longest-served.
 //
 // So a client that spreads its connections over the addresses of a /64,
@@ -341,31 +345,44 @@ func (l *limitListener) makeRoom(p peer) bool {
 // others out, and a newcomer from elsewhere closes one of that address's
 // connections, not a neighbour's scrape. l.mu is held.
 func (l *limitListener) hogsConn(p peer) net.Conn {
+	l.tally(p)
 	for lvl := range p.n {
-		groups := l.groups(p, lvl)
-		hog, most := top(groups)
-		if hog != p.path[lvl] && most >= groups[p.path[lvl]]+2 {
+		if hog, most := top(l.others[lvl]); most >= l.own[lvl]+2 {
 			return l.longestServed(l.biggest(lvl, hog))
 		}
 	}
 	return nil
 }
 
-// groups counts the connections held by each group at level lvl of the
-// peers that share p's groups above it. l.mu is held.
-func (l *limitListener) groups(p peer, lvl int) map[string]int {
-	counts := make(map[string]int)
+// tally counts, in one pass over the held peers, the connections of p's
+// group at each level (l.own) and of every other group at each level
+// that shares p's groups above it (l.others). A peer sharing p's first c
+// groups is in p's group at the levels above c and in another at level
+// c; at the levels below, it is under another group and not compared.
+// l.mu is held.
+func (l *limitListener) tally(p peer) {
+	l.own = [maxLevels]int{}
+	for i := range l.others {
+		if l.others[i] == nil {
+			l.others[i] = make(map[string]int)
+		}
+		clear(l.others[i])
+	}
 	for q, n := range l.byPeer {
-		if q.n > lvl && (lvl == 0 || q.path[lvl-1] == p.path[lvl-1]) {
-			counts[q.path[lvl]] += n
+		c := 0
+		for c < p.n && c < q.n && q.path[c] == p.path[c] {
+			l.own[c] += n
+			c++
+		}
+		if c < p.n && c < q.n {
+			l.others[c][q.path[c]] += n
 		}
 	}
-	return counts
 }
 
 // top returns the group holding the most connections, the least name of
 // those holding as many (so that the pick does not depend on map order),
-// and its count.
+// and its count: 0 for none.
 func top(groups map[string]int) (string, int) {
 	hog, most := "", 0
 	for g, n := range groups {
@@ -378,21 +395,47 @@ func top(groups map[string]int) (string, int) {
 
 // biggest returns the peer reached from group, at level lvl, by taking
 // at each level below it the sub-group holding the most connections,
-// down to an address. l.mu is held.
+// down to an address. l.mu is held; it uses l.others[0] as scratch.
 func (l *limitListener) biggest(lvl int, group string) peer {
-	for k := lvl; k < maxLevels; k++ {
-		below := make(map[string]int)
-		for q, n := range l.byPeer {
-			if q.n > k && q.path[k] == group {
-				if q.n == k+1 {
-					return q // group is an address: q is its only peer
-				}
-				below[q.path[k+1]] += n
+	l.under = l.under[:0]
+	for q, n := range l.byPeer {
+		if q.n > lvl && q.path[lvl] == group {
+			l.under = append(l.under, peerCount{q, n})
+		}
+	}
+	counts := l.others[0]
+	for k := lvl + 1; len(l.under) > 1 && k < maxLevels; k++ {
+		if l.oneGroup(k) {
+			continue
+		}
+		clear(counts)
+		for _, e := range l.under {
+			counts[e.p.path[k]] += e.n
+		}
+		g, _ := top(counts)
+		kept := l.under[:0]
+		for _, e := range l.under {
+			if e.p.path[k] == g {
+				kept = append(kept, e)
 			}
 		}
-		group, _ = top(below)
+		l.under = kept
 	}
-	return peer{}
+	if len(l.under) == 0 {
+		return peer{}
+	}
+	return l.under[0].p
+}
+
+// oneGroup reports whether the peers in l.under are all in one group at
+// level k: then biggest has nothing to choose there. l.mu is held.
+func (l *limitListener) oneGroup(k int) bool {
+	for _, e := range l.under[1:] {
+		if e.p.path[k] != l.under[0].p.path[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // longestServed returns p's connection served the longest, or nil.
@@ -402,8 +445,11 @@ func (l *limitListener) longestServed(p peer) net.Conn {
 		pick  net.Conn
 		since time.Time
 	)
+	leaf := p.path[max(p.n-1, 0)]
 	for c, sc := range l.served {
-		if sc.peer == p && (pick == nil || sc.since.Before(since)) {
+		// The address first: most peers differ there, and comparing
+		// it alone is a fifth of comparing whole paths.
+		if sc.peer.path[max(sc.peer.n-1, 0)] == leaf && sc.peer == p && (pick == nil || sc.since.Before(since)) {
 			pick, since = c, sc.since
 		}
 	}
