@@ -18,7 +18,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-var diffUsage = usage("diff")
+func diffUsage() string { return usage("diff") }
 
 // defaultAgentSocket is where diff asks for the agent's latest snapshot
 // as "now". The tests clear it: an agent running on the test machine
@@ -50,7 +50,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.fast, "fast", false, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "")
 	fs.StringVar(&f.socket, "agent-socket", defaultAgentSocket, "")
-	if err := cli.Parse(fs, diffUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, diffUsage(), args, stdout); err != nil {
 		var ue *cli.UsageError
 		if errors.As(err, &ue) && fs.NArg() > 0 {
 			return cli.Usagef("--since compares with the history, not with snapshot files (memwho diff BEFORE AFTER compares files)")

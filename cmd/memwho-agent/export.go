@@ -14,7 +14,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-var exportUsage = usage("export")
+func exportUsage() string { return usage("export") }
 
 type exportFlags struct {
 	history                           historyFlags
@@ -94,7 +94,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := cli.NewFlagSet("memwho export")
 	var f exportFlags
 	f.register(fs)
-	if err := cli.Parse(fs, exportUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, exportUsage(), args, stdout); err != nil {
 		return err
 	}
 	plan, err := f.plan(time.Now())

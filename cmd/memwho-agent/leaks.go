@@ -15,7 +15,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-var leaksUsage = usage("leaks")
+func leaksUsage() string { return usage("leaks") }
 
 type leaksFlags struct {
 	history                       historyFlags
@@ -84,7 +84,7 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := cli.NewFlagSet("memwho leaks")
 	var f leaksFlags
 	f.register(fs)
-	if err := cli.Parse(fs, leaksUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, leaksUsage(), args, stdout); err != nil {
 		return err
 	}
 	rep, db, err := f.report(time.Now())

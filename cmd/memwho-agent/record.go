@@ -17,7 +17,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-var recordUsage = usage("record")
+func recordUsage() string { return usage("record") }
 
 type recordFlags struct {
 	history                 historyFlags
@@ -115,7 +115,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := cli.NewFlagSet("memwho record")
 	var f recordFlags
 	f.register(fs)
-	if err := cli.Parse(fs, recordUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, recordUsage(), args, stdout); err != nil {
 		return err
 	}
 	cfg, pids, err := f.config()

@@ -19,7 +19,7 @@ import (
 	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
-var serveUsage = usage("serve")
+func serveUsage() string { return usage("serve") }
 
 type serveFlags struct {
 	by, procDir                string
@@ -62,7 +62,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cli.ApplyEnv(fs); err != nil {
 		return err
 	}
-	if err := cli.Parse(fs, serveUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, serveUsage(), args, stdout); err != nil {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.listen.SnapshotSet = f.listen.SnapshotSet || fl.Name == "snapshot-socket" })

@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "completion":
 			err = runCompletion(rest, stdout)
 		case "help":
-			fmt.Fprint(stdout, reportUsage)
+			fmt.Fprint(stdout, reportUsage())
 			cli.PrintCommands(stdout, commandList)
 		default:
 			err = cli.Usagef("unknown command %q", name)

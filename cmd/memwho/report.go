@@ -19,7 +19,9 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-var reportUsage = usage("report")
+// reportUsage is report's --help text, read when asked for: held in a
+// variable, it was read and copied at every start.
+func reportUsage() string { return usage("report") }
 
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
@@ -127,7 +129,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := cli.NewFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
-	if err := cli.Parse(fs, reportUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, reportUsage(), args, stdout); err != nil {
 		return err
 	}
 	plan, err := f.plan()

@@ -21,10 +21,9 @@ import (
 	"github.com/memwho/memwho/internal/snapshot"
 )
 
-var (
-	snapshotUsage = usage("snapshot")
-	diffUsage     = usage("diff")
-)
+func snapshotUsage() string { return usage("snapshot") }
+
+func diffUsage() string { return usage("diff") }
 
 // runSnapshot writes what a report needs, for every process, to a
 // snapshot file (docs/snapshot.md): from the agent's latest snapshot when
@@ -42,7 +41,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	fs.BoolVar(&fast, "fast", false, "")
 	fs.BoolVar(&conns, "conns", false, "")
 	agentF.register(fs)
-	if err := cli.Parse(fs, snapshotUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, snapshotUsage(), args, stdout); err != nil {
 		return err
 	}
 	// The file is opened before the walk, with the user's rights, as a
@@ -162,7 +161,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&fresh, "fresh", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, diffUsage)
+			fmt.Fprint(stdout, diffUsage())
 			return cli.ErrHelp
 		}
 		return &cli.UsageError{Msg: err.Error()}

@@ -17,7 +17,7 @@ import (
 	"github.com/memwho/memwho/internal/watch"
 )
 
-var watchUsage = usage("watch")
+func watchUsage() string { return usage("watch") }
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("memwho watch")
@@ -42,7 +42,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&pr, "proc", "/proc", "")
 	agentF.register(fs)
 	fs.StringVar(&from, "from", "", "")
-	if err := cli.Parse(fs, watchUsage, args, stdout); err != nil {
+	if err := cli.Parse(fs, watchUsage(), args, stdout); err != nil {
 		return err
 	}
 	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns}
