@@ -68,11 +68,11 @@ type limitListener struct {
 	served map[net.Conn]servedConn
 	byPeer map[peer]int
 
-	// Scratch of tally and biggest, reused so that a newcomer when
-	// every slot is served allocates nothing.
+	// Scratch of tally and cut, reused so that a newcomer when every
+	// slot is served allocates nothing.
 	own    [maxLevels]int            // connections of the newcomer's group, by level
 	others [maxLevels]map[string]int // connections of each other group, by level
-	under  []peerCount               // peers of a hog's group (biggest)
+	under  []peerCount               // peers of a hog's group (cut)
 }
 
 type peerCount struct {
@@ -105,6 +105,9 @@ func newPeer(path ...string) peer {
 
 // source is p's widest group.
 func (p peer) source() string { return p.path[0] }
+
+// leaf is p's narrowest group, its address (its user on a unix socket).
+func (p peer) leaf() string { return p.path[max(p.n-1, 0)] }
 
 // String is p's path, widest group first, for tests and messages.
 func (p peer) String() string { return strings.Join(p.path[:p.n], " > ") }
@@ -335,7 +338,8 @@ func (l *limitListener) makeRoom(p peer) bool {
 // the group holding the most; else the rule goes down into p's own group.
 // Of the group found, it is one of its sub-group holding the most at
 // each level below, down to an address, and of that address the
-// longest-served.
+// longest-served; between sub-groups holding as many, the longest-served
+// decides too (cut).
 //
 // So a client that spreads its connections over the addresses of a /64,
 // the /64s of a /48 or the addresses of a /24 is one group at the level
@@ -348,7 +352,7 @@ func (l *limitListener) hogsConn(p peer) net.Conn {
 	l.tally(p)
 	for lvl := range p.n {
 		if hog, most := top(l.others[lvl]); most >= l.own[lvl]+2 {
-			return l.longestServed(l.biggest(lvl, hog))
+			return l.cut(lvl, hog)
 		}
 	}
 	return nil
@@ -393,42 +397,94 @@ func top(groups map[string]int) (string, int) {
 	return hog, most
 }
 
-// biggest returns the peer reached from group, at level lvl, by taking
-// at each level below it the sub-group holding the most connections,
-// down to an address. l.mu is held; it uses l.others[0] as scratch.
-func (l *limitListener) biggest(lvl int, group string) peer {
+// cut returns the served connection that a newcomer closes in group,
+// at level lvl: one of its sub-group holding the most at each level
+// below, down to an address, and of that address the longest-served.
+// Where sub-groups hold as many, all of them are kept, and the
+// longest-served of their connections is cut, not one of the sub-group
+// whose name sorts first: a client holding one connection per address of
+// a scraper's group chose by its addresses which of them lost one, the
+// scraper's (127.0.0.1 sorts before every other loopback address;
+// TestReview13TiesCutTheNewest), whereas a scrape in progress is newer
+// than connections held until the write timeout. l.mu is held; it uses
+// l.others and l.under as scratch (hogsConn is done with them).
+func (l *limitListener) cut(lvl int, group string) net.Conn {
 	l.under = l.under[:0]
 	for q, n := range l.byPeer {
 		if q.n > lvl && q.path[lvl] == group {
 			l.under = append(l.under, peerCount{q, n})
 		}
 	}
-	counts := l.others[0]
+	// most[k]: what the sub-groups kept at level k hold, where others
+	// were dropped (their counts in l.others[k]); 0 where none were.
+	var most [maxLevels]int
 	for k := lvl + 1; len(l.under) > 1 && k < maxLevels; k++ {
 		if l.oneGroup(k) {
 			continue
 		}
+		// At the address level each group is one peer, its count e.n:
+		// no map for as many addresses as a spread has slots.
+		leaf := k == l.under[0].p.n-1
+		counts := l.others[k]
 		clear(counts)
+		m := 0
 		for _, e := range l.under {
-			counts[e.p.path[k]] += e.n
+			if !leaf {
+				counts[e.p.path[k]] += e.n
+			} else if e.n > m {
+				m = e.n
+			}
 		}
-		g, _ := top(counts)
+		if !leaf {
+			_, m = top(counts)
+		}
 		kept := l.under[:0]
 		for _, e := range l.under {
-			if e.p.path[k] == g {
+			n := e.n
+			if !leaf {
+				n = counts[e.p.path[k]]
+			}
+			if n == m {
 				kept = append(kept, e)
+			}
+		}
+		if len(kept) < len(l.under) {
+			// The last pass below tells the kept by these counts.
+			most[k] = m
+			if leaf {
+				for _, e := range kept {
+					counts[e.p.path[k]] = m
+				}
 			}
 		}
 		l.under = kept
 	}
-	if len(l.under) == 0 {
-		return peer{}
+	switch len(l.under) {
+	case 0:
+		return nil
+	case 1:
+		return l.longestServed(l.under[0].p)
 	}
-	return l.under[0].p
+	// Several addresses hold as many: the longest-served of theirs.
+	var (
+		pick  net.Conn
+		since time.Time
+	)
+	for c, sc := range l.served {
+		q := sc.peer
+		kept := q.n > lvl && q.path[lvl] == group
+		for k := lvl + 1; kept && k < q.n; k++ {
+			kept = most[k] == 0 || l.others[k][q.path[k]] == most[k]
+		}
+		if kept && (pick == nil || sc.since.Before(since)) {
+			pick, since = c, sc.since
+		}
+	}
+	return pick
 }
 
 // oneGroup reports whether the peers in l.under are all in one group at
-// level k: then biggest has nothing to choose there. l.mu is held.
+// level k: then cut has nothing to choose there. l.mu is held.
 func (l *limitListener) oneGroup(k int) bool {
 	for _, e := range l.under[1:] {
 		if e.p.path[k] != l.under[0].p.path[k] {
@@ -445,11 +501,11 @@ func (l *limitListener) longestServed(p peer) net.Conn {
 		pick  net.Conn
 		since time.Time
 	)
-	leaf := p.path[max(p.n-1, 0)]
+	leaf := p.leaf()
 	for c, sc := range l.served {
 		// The address first: most peers differ there, and comparing
 		// it alone is a fifth of comparing whole paths.
-		if sc.peer.path[max(sc.peer.n-1, 0)] == leaf && sc.peer == p && (pick == nil || sc.since.Before(since)) {
+		if sc.peer.leaf() == leaf && sc.peer == p && (pick == nil || sc.since.Before(since)) {
 			pick, since = c, sc.since
 		}
 	}

@@ -209,7 +209,12 @@ func TestReview13SpreadNeighbour(t *testing.T) {
 // beside a scrape in progress from another /24. Counted by address (before
 // IPv4 groups) each held one, as the scrape did, and a newcomer waited;
 // now the spread is one group at the /24 or /16 level and the newcomer
-// closes one of its connections, not the scrape.
+// closes one of its connections, not the scrape. The scrape began after
+// the spread's requests, as one does that comes while they hold the
+// slots: per /24 of a /16, its /24 and the spread's each hold one, and
+// such a tie goes to the longest-served (cut). With the scrape the
+// older, as this test first had it, it passed only because "10.1.11.0/24"
+// sorts before "10.1.3.0/24" (the tie went to the least name; review 13).
 func TestReview13IPv4Spread(t *testing.T) {
 	if !r12Netns(t) {
 		return
@@ -226,12 +231,13 @@ func TestReview13IPv4Spread(t *testing.T) {
 			release := make(chan struct{})
 			defer close(release)
 			var started sync.WaitGroup
-			started.Add(1)
-			addr, _ := listenLimited(t, Listeners{TCP: "10.9.9.9:0", MaxConns: 4}, r11Slow(release, &started))
-			scrape := r11Hold(t, fromIP("10.1.3.5"), "http://"+addr, 1, &started)
 			started.Add(3)
+			addr, _ := listenLimited(t, Listeners{TCP: "10.9.9.9:0", MaxConns: 4}, r11Slow(release, &started))
 			var dialled atomic.Int32
 			hogs := r11Hold(t, r12Spread(tc.hog, &dialled), "http://"+addr, 3, &started)
+			time.Sleep(5 * time.Millisecond) // the scrape is served after them
+			started.Add(1)
+			scrape := r11Hold(t, fromIP("10.1.3.5"), "http://"+addr, 1, &started)
 			r11Answered(t, fromIP(tc.newcomer), "http://"+addr+"/metrics", "a newcomer from "+tc.newcomer)
 			r11WantCut(t, hogs)
 			select {
