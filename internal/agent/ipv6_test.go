@@ -96,7 +96,8 @@ func TestHogsConnLevels(t *testing.T) {
 		{"spread over a /32's /48s", []string{"2001:db8:1::1", "2001:db8:2::1", "2001:db8:3::1", "2001:db9::1"}, "2001:db9::1", "2001:db8:1::1"},
 		{"spread over /32s", []string{"2001:db8::1", "2001:db9::1", "2001:dba::1", "2001:dbb::1"}, "2001:dbc::1", ""},
 		{"the neighbour's scrape is not cut", []string{"2001:db8::5", "2001:db8::a", "2001:db8::a", "2001:db8::a"}, "2001:db9::1", "2001:db8::a"},
-		{"the biggest sub-group at each level", []string{"2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1::2", "2001:db8:0:101::1"}, "2001:db9::1", "2001:db8:0:1::2"},
+		{"the biggest sub-group at each level", []string{"2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1::2", "2001:db8:0:1::2", "2001:db8:0:101::1"}, "2001:db9::1", "2001:db8:0:1::2"},
+		{"one more is alike: the longest-served", []string{"2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1::2", "2001:db8:0:101::1"}, "2001:db9::1", "2001:db8:0:1::1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLimitListener(nil, len(tc.held))

@@ -338,8 +338,8 @@ func (l *limitListener) makeRoom(p peer) bool {
 // the group holding the most; else the rule goes down into p's own group.
 // Of the group found, it is one of its sub-group holding the most at
 // each level below, down to an address, and of that address the
-// longest-served; between sub-groups holding as many, the longest-served
-// decides too (cut).
+// longest-served; between groups and sub-groups holding as many, or one
+// fewer, the longest-served decides (cut).
 //
 // So a client that spreads its connections over the addresses of a /64,
 // the /64s of a /48 or the addresses of a /24 is one group at the level
@@ -351,8 +351,8 @@ func (l *limitListener) makeRoom(p peer) bool {
 func (l *limitListener) hogsConn(p peer) net.Conn {
 	l.tally(p)
 	for lvl := range p.n {
-		if hog, most := top(l.others[lvl]); most >= l.own[lvl]+2 {
-			return l.cut(lvl, hog)
+		if _, most := top(l.others[lvl]); most >= l.own[lvl]+2 {
+			return l.cut(lvl, max(most-1, l.own[lvl]+2))
 		}
 	}
 	return nil
@@ -397,26 +397,43 @@ func top(groups map[string]int) (string, int) {
 	return hog, most
 }
 
-// cut returns the served connection that a newcomer closes in group,
-// at level lvl: one of its sub-group holding the most at each level
-// below, down to an address, and of that address the longest-served.
-// Where sub-groups hold as many, all of them are kept, and the
-// longest-served of their connections is cut, not one of the sub-group
-// whose name sorts first: a client holding one connection per address of
-// a scraper's group chose by its addresses which of them lost one, the
-// scraper's (127.0.0.1 sorts before every other loopback address;
-// TestReview13TiesCutTheNewest), whereas a scrape in progress is newer
-// than connections held until the write timeout. l.mu is held; it uses
-// l.others and l.under as scratch (hogsConn is done with them).
-func (l *limitListener) cut(lvl int, group string) net.Conn {
+// cut returns the served connection that a newcomer closes among the
+// groups at level lvl that hold at least atLeast connections (of those
+// tallied in l.others[lvl], the newcomer's own excluded): one of their
+// sub-group holding the most at each level below, down to an address,
+// and of that address the longest-served. hogsConn passes the most less
+// one, but no less than the newcomer's group's count plus two. Groups
+// and sub-groups holding as many as the most, or one fewer, are all
+// kept, and the longest-served of their connections is cut:
+//
+//   - not one of the group or sub-group whose name sorts first: a
+//     client holding one connection per address of a scraper's group
+//     chose by its addresses which of them lost one, the scraper's
+//     (127.0.0.1 sorts before every other loopback address;
+//     TestReview13TiesCutTheNewest), and so, with its groups' names, which
+//     of the groups tied at a level did;
+//   - not one of a sub-group holding a single connection more than the
+//     rest: two scrapers sharing a /64, in a /56 over which a client
+//     spread one connection per /64, made their /64 the biggest, and a
+//     newcomer from elsewhere cut a scrape (TestReview13Bounds). A
+//     sub-group holding one more is no more a hog than the others, as
+//     a group holding one more than a newcomer's keeps its slots
+//     (hogsConn).
+//
+// A scrape in progress is newer than connections held until the write
+// timeout. l.mu is held; it uses l.others and l.under as scratch
+// (hogsConn is done with them).
+func (l *limitListener) cut(lvl, atLeast int) net.Conn {
+	hogs := l.others[lvl]
 	l.under = l.under[:0]
 	for q, n := range l.byPeer {
-		if q.n > lvl && q.path[lvl] == group {
+		if q.n > lvl && hogs[q.path[lvl]] >= atLeast {
 			l.under = append(l.under, peerCount{q, n})
 		}
 	}
-	// most[k]: what the sub-groups kept at level k hold, where others
-	// were dropped (their counts in l.others[k]); 0 where none were.
+	// most[k]: what the biggest sub-group at level k holds, where
+	// others were dropped (the counts in l.others[k]); 0 where none
+	// were.
 	var most [maxLevels]int
 	for k := lvl + 1; len(l.under) > 1 && k < maxLevels; k++ {
 		if l.oneGroup(k) {
@@ -444,7 +461,7 @@ func (l *limitListener) cut(lvl int, group string) net.Conn {
 			if !leaf {
 				n = counts[e.p.path[k]]
 			}
-			if n == m {
+			if n >= m-1 {
 				kept = append(kept, e)
 			}
 		}
@@ -453,7 +470,7 @@ func (l *limitListener) cut(lvl int, group string) net.Conn {
 			most[k] = m
 			if leaf {
 				for _, e := range kept {
-					counts[e.p.path[k]] = m
+					counts[e.p.path[k]] = e.n
 				}
 			}
 		}
@@ -465,16 +482,16 @@ func (l *limitListener) cut(lvl int, group string) net.Conn {
 	case 1:
 		return l.longestServed(l.under[0].p)
 	}
-	// Several addresses hold as many: the longest-served of theirs.
+	// Several addresses are kept: the longest-served of theirs.
 	var (
 		pick  net.Conn
 		since time.Time
 	)
 	for c, sc := range l.served {
 		q := sc.peer
-		kept := q.n > lvl && q.path[lvl] == group
+		kept := q.n > lvl && hogs[q.path[lvl]] >= atLeast
 		for k := lvl + 1; kept && k < q.n; k++ {
-			kept = most[k] == 0 || l.others[k][q.path[k]] == most[k]
+			kept = most[k] == 0 || l.others[k][q.path[k]] >= most[k]-1
 		}
 		if kept && (pick == nil || sc.since.Before(since)) {
 			pick, since = c, sc.since
