@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,11 +74,14 @@ type limitListener struct {
 	own    [maxLevels]int            // connections of the newcomer's group, by level
 	others [maxLevels]map[string]int // connections of each other group, by level
 	under  []peerCount               // peers of a hog's group (cut)
+	groups map[string]int            // the candidate groups, numbered (cut)
+	best   []int                     // each candidate group's biggest sub-group at a level (cut)
 }
 
 type peerCount struct {
 	p peer
 	n int
+	g int // its group among the candidates (cut: l.groups, l.best)
 }
 
 // maxLevels is the most groups a peer's place has: an IPv6 peer's /32,
@@ -108,6 +112,12 @@ func (p peer) source() string { return p.path[0] }
 
 // leaf is p's narrowest group, its address (its user on a unix socket).
 func (p peer) leaf() string { return p.path[max(p.n-1, 0)] }
+
+// at is p's group at level k, and past its depth its address: a peer
+// is its own sub-group at the levels below its address. The groups that
+// cut compares at the widest level may be of unlike depths (127.0.0.0/8
+// has two levels, an IPv4 /16 three, an IPv6 /32 five, a user one).
+func (p peer) at(k int) string { return p.path[min(k, max(p.n-1, 0))] }
 
 // String is p's path, widest group first, for tests and messages.
 func (p peer) String() string { return strings.Join(p.path[:p.n], " > ") }
@@ -420,66 +430,121 @@ func top(groups map[string]int) (string, int) {
 //     a group holding one more than a newcomer's keeps its slots
 //     (hogsConn).
 //
+// Each group kept at level lvl is gone down on its own: a sub-group is
+// compared with the other sub-groups of its group, not with those of
+// another group. Compared across groups, a client that spread its own
+// group thin (one connection per /64 of a /56) lost every contest below
+// to a group of scrapers sharing one sub-group (three in one /64, or
+// behind one NAT address), and its newcomer cut a scrape whatever its
+// age (TestReview14SpreadBesideConcentrated): spreading within a group
+// is what counting groups makes useless.
+//
 // A scrape in progress is newer than connections held until the write
-// timeout. l.mu is held; it uses l.others and l.under as scratch
-// (hogsConn is done with them).
+// timeout. l.mu is held; it uses l.others, l.under, l.groups and
+// l.best as scratch (hogsConn is done with them).
 func (l *limitListener) cut(lvl, atLeast int) net.Conn {
 	hogs := l.others[lvl]
 	l.under = l.under[:0]
+	depth := 0
 	for q, n := range l.byPeer {
 		if q.n > lvl && hogs[q.path[lvl]] >= atLeast {
-			l.under = append(l.under, peerCount{q, n})
+			l.under = append(l.under, peerCount{p: q, n: n})
+			depth = max(depth, q.n)
 		}
 	}
-	// most[k]: what the biggest sub-group at level k holds, where
-	// others were dropped (the counts in l.others[k]); 0 where none
-	// were.
-	var most [maxLevels]int
-	for k := lvl + 1; len(l.under) > 1 && k < maxLevels; k++ {
+	if len(l.under) == 0 {
+		return nil
+	}
+	// One group kept at lvl (the common case): the biggest sub-group
+	// at a level is a number, m; several: one per group, l.best[e.g],
+	// each group numbered once here rather than looked up by name at
+	// every level.
+	one := true
+	for g, n := range hogs {
+		if n >= atLeast && g != l.under[0].p.path[lvl] {
+			one = false
+			break
+		}
+	}
+	if !one {
+		if l.groups == nil {
+			l.groups = make(map[string]int)
+		}
+		clear(l.groups)
+		for i := range l.under {
+			name := l.under[i].p.path[lvl]
+			g, ok := l.groups[name]
+			if !ok {
+				g = len(l.groups)
+				l.groups[name] = g
+			}
+			l.under[i].g = g
+		}
+		l.best = slices.Grow(l.best[:0], len(l.groups))[:len(l.groups)]
+	}
+	// dropped[k]: some sub-group was dropped at level k; then those
+	// kept are the names holding a count in l.others[k], which the last
+	// pass looks up.
+	var dropped [maxLevels]bool
+	for k := lvl + 1; len(l.under) > 1 && k < depth; k++ {
 		if l.oneGroup(k) {
 			continue
 		}
-		// At the address level each group is one peer, its count e.n:
-		// no map for as many addresses as a spread has slots.
-		leaf := k == l.under[0].p.n-1
+		// Where every peer is at its address (the deepest's last
+		// level, or past it), each sub-group is one peer, its count
+		// e.n: no map for as many addresses as a spread has slots.
+		// Above it, a peer past its own depth (a loopback address
+		// beside an IPv6 /32's /56s) is counted as its address (at),
+		// not lumped with the others past theirs.
+		leaf := k >= depth-1
 		counts := l.others[k]
 		clear(counts)
 		m := 0
 		for _, e := range l.under {
 			if !leaf {
-				counts[e.p.path[k]] += e.n
-			} else if e.n > m {
-				m = e.n
+				counts[e.p.at(k)] += e.n
+			} else if one {
+				m = max(m, e.n)
 			}
 		}
-		if !leaf {
+		if one && !leaf {
 			_, m = top(counts)
+		} else if !one {
+			clear(l.best)
+			for _, e := range l.under {
+				n := e.n
+				if !leaf {
+					n = counts[e.p.at(k)]
+				}
+				l.best[e.g] = max(l.best[e.g], n)
+			}
 		}
 		kept := l.under[:0]
 		for _, e := range l.under {
 			n := e.n
 			if !leaf {
-				n = counts[e.p.path[k]]
+				n = counts[e.p.at(k)]
+			}
+			if !one {
+				m = l.best[e.g]
 			}
 			if n >= m-1 {
 				kept = append(kept, e)
+			} else if !leaf {
+				// Dropped: no count, for the last pass. (Its
+				// sub-group's other peers read 0, and are dropped
+				// too, as they should: m ≥ 3 here.)
+				counts[e.p.at(k)] = 0
 			}
 		}
-		if len(kept) < len(l.under) {
-			// The last pass below tells the kept by these counts.
-			most[k] = m
-			if leaf {
-				for _, e := range kept {
-					counts[e.p.path[k]] = e.n
-				}
+		if dropped[k] = len(kept) < len(l.under); dropped[k] && leaf {
+			for _, e := range kept {
+				counts[e.p.at(k)] = e.n
 			}
 		}
 		l.under = kept
 	}
-	switch len(l.under) {
-	case 0:
-		return nil
-	case 1:
+	if len(l.under) == 1 {
 		return l.longestServed(l.under[0].p)
 	}
 	// Several addresses are kept: the longest-served of theirs.
@@ -490,8 +555,8 @@ func (l *limitListener) cut(lvl, atLeast int) net.Conn {
 	for c, sc := range l.served {
 		q := sc.peer
 		kept := q.n > lvl && hogs[q.path[lvl]] >= atLeast
-		for k := lvl + 1; kept && k < q.n; k++ {
-			kept = most[k] == 0 || l.others[k][q.path[k]] >= most[k]-1
+		for k := lvl + 1; kept && k < depth; k++ {
+			kept = !dropped[k] || l.others[k][q.at(k)] > 0
 		}
 		if kept && (pick == nil || sc.since.Before(since)) {
 			pick, since = c, sc.since
@@ -503,8 +568,9 @@ func (l *limitListener) cut(lvl, atLeast int) net.Conn {
 // oneGroup reports whether the peers in l.under are all in one group at
 // level k: then cut has nothing to choose there. l.mu is held.
 func (l *limitListener) oneGroup(k int) bool {
-	for _, e := range l.under[1:] {
-		if e.p.path[k] != l.under[0].p.path[k] {
+	first := l.under[0].p.at(k)
+	for i := 1; i < len(l.under); i++ {
+		if l.under[i].p.at(k) != first {
 			return false
 		}
 	}
