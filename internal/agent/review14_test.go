@@ -24,15 +24,6 @@ func r14Held(addrs ...string) []r13Conn {
 	return held
 }
 
-// r14Repeat is a string of n copies of s, for r14Held.
-func r14Repeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
-
 // TestReview14SpreadBesideConcentrated: since 757d564 a newcomer may cut
 // in every group within one of the most at the hog's level, and the
 // sub-groups of all those groups were compared with one another, level
