@@ -21,11 +21,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// r12Serve runs memwho-agent serve (this test binary, by that name)
-// under prlimit --nofile=nofile with args, until it says it serves
-// snapshots, and returns its stderr; the agent is stopped at the test's
-// end. It skips without prlimit.
-func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
+// r12AgentBin returns this test binary under the name memwho-agent (a
+// symlink in a temporary directory), which runs as the agent; it skips
+// without prlimit, which every test using it runs the agent under.
+func r12AgentBin(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skip("skipping: prlimit not installed (util-linux)")
@@ -34,6 +33,16 @@ func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
 	if err := os.Symlink(os.Args[0], bin); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+// r12Serve runs memwho-agent serve (this test binary, by that name)
+// under prlimit --nofile=nofile with args, until it says it serves
+// snapshots, and returns its stderr; the agent is stopped at the test's
+// end. It skips without prlimit.
+func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
+	t.Helper()
+	bin := r12AgentBin(t)
 	var stderr syncBuffer
 	cmd := exec.Command("prlimit", append([]string{"--nofile=" + nofile, bin, "serve"}, args...)...)
 	cmd.Stderr = &stderr
@@ -141,13 +150,7 @@ func TestReview12ListenersFullAtLimit(t *testing.T) {
 // its refusal at a limit of 20.
 func r13OpenAlready(t *testing.T, root string) int {
 	t.Helper()
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		t.Skip("skipping: prlimit not installed (util-linux)")
-	}
-	bin := filepath.Join(t.TempDir(), "memwho-agent")
-	if err := os.Symlink(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := r12AgentBin(t)
 	out, _ := exec.Command("prlimit", "--nofile=20:20", bin, "serve", "--proc", root, "--conns=false", "--socket", filepath.Join(t.TempDir(), "m.sock")).CombinedOutput()
 	m := regexp.MustCompile(`, (\d+) are open already and the walk needs 16 more`).FindSubmatch(out)
 	if m == nil {
@@ -167,15 +170,9 @@ func r13OpenAlready(t *testing.T, root string) int {
 // counted, and the 40 came out of the walk's share. What it holds anyway
 // is read from a first run's refusal (r13OpenAlready).
 func TestReview13InheritedRefused(t *testing.T) {
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		t.Skip("skipping: prlimit not installed (util-linux)")
-	}
+	bin := r12AgentBin(t)
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "memwho-agent")
-	if err := os.Symlink(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
 	sock := filepath.Join(dir, "m.sock")
 	// serve runs for at most 1.5 s; still running then, it was accepted
 	// (a refusal comes before any walk, in milliseconds).
