@@ -200,8 +200,7 @@ func (l *limitListener) blocksOthers(p peer) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tally(p)
-	_, most := top(l.others[0])
-	return l.own[0] >= 2 || l.own[0] == 1 && most >= 2
+	return l.own[0] >= 2 || l.own[0] == 1 && most(l.others[0]) >= 2
 }
 
 // held wraps c, which has taken a slot, to free it when closed.
@@ -361,8 +360,8 @@ func (l *limitListener) makeRoom(p peer) bool {
 func (l *limitListener) hogsConn(p peer) net.Conn {
 	l.tally(p)
 	for lvl := range p.n {
-		if _, most := top(l.others[lvl]); most >= l.own[lvl]+2 {
-			return l.cut(lvl, max(most-1, l.own[lvl]+2))
+		if m := most(l.others[lvl]); m >= l.own[lvl]+2 {
+			return l.cut(lvl, max(m-1, l.own[lvl]+2))
 		}
 	}
 	return nil
@@ -394,17 +393,15 @@ func (l *limitListener) tally(p peer) {
 	}
 }
 
-// top returns the group holding the most connections, the least name of
-// those holding as many (so that the pick does not depend on map order),
-// and its count: 0 for none.
-func top(groups map[string]int) (string, int) {
-	hog, most := "", 0
-	for g, n := range groups {
-		if n > most || n == most && g < hog {
-			hog, most = g, n
-		}
+// most returns how many connections the group holding the most holds: 0
+// for none. Which group that is does not matter: cut takes every group
+// within one of it.
+func most(groups map[string]int) int {
+	m := 0
+	for _, n := range groups {
+		m = max(m, n)
 	}
-	return hog, most
+	return m
 }
 
 // cut returns the served connection that a newcomer closes among the
@@ -508,7 +505,7 @@ func (l *limitListener) cut(lvl, atLeast int) net.Conn {
 			}
 		}
 		if one && !leaf {
-			_, m = top(counts)
+			m = most(counts)
 		} else if !one {
 			clear(l.best)
 			for _, e := range l.under {
