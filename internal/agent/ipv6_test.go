@@ -150,3 +150,32 @@ func BenchmarkHogsConn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMakeRoomRefused: a newcomer for which no room is made, from
+// the group holding every slot (each from an address of its own in one
+// /64, the newcomer from another), as a flood of them costs Accept: one pass over the held peers
+// answers both whether one may be cut and whether the newcomer blocks
+// others (it was two, hogsConn's and blocksOthers').
+func BenchmarkMakeRoomRefused(b *testing.B) {
+	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			l := newLimitListener(nil, n)
+			since := time.Now()
+			for i := range n {
+				c, other := net.Pipe()
+				defer c.Close()
+				defer other.Close()
+				p := ipPeer(net.ParseIP(fmt.Sprintf("2001:db8::%x", i+1)))
+				l.byPeer[p]++
+				l.served[c] = servedConn{since: since.Add(time.Duration(i)), peer: p}
+			}
+			newcomer := ipPeer(net.ParseIP("2001:db8::ffff:1"))
+			b.ReportAllocs()
+			for b.Loop() {
+				if made, blocks := l.makeRoom(newcomer); made || !blocks {
+					b.Fatalf("makeRoom = %v, %v; want nothing made, blocking", made, blocks)
+				}
+			}
+		})
+	}
+}

@@ -173,10 +173,11 @@ accept:
 				return nil, net.ErrClosed
 			default:
 			}
-			if l.makeRoom(from) {
+			made, blocks := l.makeRoom(from)
+			if made {
 				continue
 			}
-			if l.blocksOthers(from) {
+			if blocks {
 				c.Close()
 				continue accept
 			}
@@ -200,6 +201,13 @@ func (l *limitListener) blocksOthers(p peer) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tally(p)
+	return l.blocked()
+}
+
+// blocked is blocksOthers on the counts tally left, which hogsConn's cut
+// does not touch at the widest level (l.own[0], l.others[0]). l.mu is
+// held.
+func (l *limitListener) blocked() bool {
 	return l.own[0] >= 2 || l.own[0] == 1 && most(l.others[0]) >= 2
 }
 
@@ -297,8 +305,9 @@ func (l *limitListener) Close() error {
 // longest or, with none idle, the one that has waited the longest
 // without being served; with none of those, a served connection of a
 // group holding at least two more than p's at some level (hogsConn).
-// Its slot is free when it returns true (unless the server had closed it
-// already: the caller then asks again).
+// Its slot is free when made (unless the server had closed it already:
+// the caller then asks again). When it closed nothing, blocks is
+// blocksOthers, from the counts hogsConn made.
 //
 // The last rule is for a client allowed to ask (anyone on --no-auth, a
 // password holder, a member of the socket's group) who asks on every
@@ -307,7 +316,7 @@ func (l *limitListener) Close() error {
 // A group holding a single slot more than another keeps it: a
 // scrape in progress is never cut for a client that already has as
 // many.
-func (l *limitListener) makeRoom(p peer) bool {
+func (l *limitListener) makeRoom(p peer) (made, blocks bool) {
 	l.mu.Lock()
 	var (
 		pick net.Conn
@@ -325,10 +334,13 @@ func (l *limitListener) makeRoom(p peer) bool {
 	if pick == nil {
 		pick = l.hogsConn(p)
 		delete(l.served, pick)
+		// Found nothing: whether the newcomer blocks others, from the
+		// same tally, rather than a second pass (blocksOthers).
+		blocks = pick == nil && l.blocked()
 	}
 	l.mu.Unlock()
 	if pick == nil {
-		return false
+		return false, blocks
 	}
 	// Under TLS the server reports the *tls.Conn, whose Close first
 	// sends an alert and may wait 5 s for a peer that reads nothing:
@@ -337,7 +349,7 @@ func (l *limitListener) makeRoom(p peer) bool {
 		pick = t.NetConn()
 	}
 	pick.Close()
-	return true
+	return true, false
 }
 
 // hogsConn returns a served connection that a newcomer from p may

@@ -53,7 +53,12 @@ func r13Cut(t *testing.T, held []r13Conn, p peer) (cut string, blocks bool) {
 	if c := l.hogsConn(p); c != nil {
 		return names[c], false
 	}
-	return "", l.blocksOthers(p)
+	blocks = l.blocksOthers(p)
+	// makeRoom answers the same from hogsConn's counts, as Accept asks.
+	if made, b := l.makeRoom(p); made || b != blocks {
+		t.Errorf("makeRoom = %v, %v after hogsConn found nothing; blocksOthers %v", made, b, blocks)
+	}
+	return "", blocks
 }
 
 // TestReview13TiesCutTheNewest: a client spreads one connection per
