@@ -3,8 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/memwho/memwho/internal/cli"
@@ -166,15 +166,24 @@ func (p Listeners) Files() int {
 // engine.MinFiles descriptors under the open-file limit (by then the Go
 // runtime has raised the soft limit to the hard one). It returns how many
 // descriptors the rest of the process may hold: the listeners' and those
-// open now (the standard three, and any a parent left open: a shell's,
+// open now below the limit (engine.OpenBelow: the standard three, the Go
+// runtime's poller and cgroup files, any a parent left open: a shell's,
 // a supervisor's). Above the minimum the engine keeps fewer descriptors
 // between ticks (engine.Options.OtherFiles), which costs CPU, not
 // figures.
 func (p Listeners) CheckFileLimit() (int, error) {
-	open := openFiles()
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
-		return p.Files() + open, nil
+		return p.Files() + 3, nil
+	}
+	open, err := engine.OpenBelow(rl.Cur)
+	switch {
+	case errors.Is(err, unix.EMFILE):
+		// Not one free: the check refuses, naming them all.
+		open = int(min(rl.Cur, math.MaxInt32))
+	case err != nil:
+		// Not known: the standard three, as before they were counted.
+		open = 3
 	}
 	return p.Files() + open, checkFileLimit(p, open, rl.Cur)
 }
@@ -186,28 +195,6 @@ func checkFileLimit(p Listeners, open int, limit uint64) error {
 	}
 	return cli.Usagef("--max-connections: the listeners may hold %d descriptors, %d are open already and the walk needs %d more, but the open-file limit (ulimit -n) is %d: lower --max-connections, close what the agent inherits, or raise the limit (LimitNOFILE= in the unit)",
 		p.Files(), open, engine.MinFiles, limit)
-}
-
-// openFiles counts the descriptors this process holds, from
-// /proc/self/fd (less the one reading it); 3 when that cannot be read or
-// is not on a procfs. Descriptors inherited from a parent count against
-// the open-file limit as the listeners' do, and the agent neither knows
-// nor closes them. It lists names and follows no descriptor's link.
-func openFiles() int {
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		return 3
-	}
-	defer d.Close()
-	var st unix.Statfs_t
-	if unix.Fstatfs(int(d.Fd()), &st) != nil || st.Type != unix.PROC_SUPER_MAGIC {
-		return 3
-	}
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 3
-	}
-	return len(names) - 1
 }
 
 // maxConns is MaxConns, or DefaultMaxConnections when unset.

@@ -142,18 +142,17 @@ func CheckFiles() error {
 
 // CheckFree returns an error when fewer than need descriptors are free
 // under the open-file limit: the limit less those this process has open
-// below it (counted in /proc/self/fd; nothing is refused when that
-// cannot be read for another reason than a descriptor or file table
-// full). CheckFiles looks at the limit alone, and a shell can hand a
-// command many open descriptors: record asks here before it creates its
-// database, so that it does not create one it then cannot open
-// (review7).
+// below it (OpenBelow; nothing is refused when they cannot be counted
+// for another reason than a descriptor or file table full). CheckFiles
+// looks at the limit alone, and a shell can hand a command many open
+// descriptors: record asks here before it creates its database, so that
+// it does not create one it then cannot open (review7).
 func CheckFree(need int) error {
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<20 {
 		return nil
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
+	open, err := OpenBelow(rl.Cur)
 	if errors.Is(err, unix.EMFILE) {
 		// The listing itself needed a descriptor, and none was free
 		// (review8: the Go runtime keeps its cgroup CPU-limit files
@@ -170,24 +169,51 @@ func CheckFree(need int) error {
 	if err != nil {
 		return nil
 	}
-	// Only the descriptors numbered below the limit take room under
-	// it: the kernel gives the lowest free number and refuses only when
-	// none below the limit is. Those at or above it (opened before the
-	// limit was lowered: prlimit --pid on a shell) count for nothing,
-	// and counting them refused a record that had room (review8).
+	if free := int(rl.Cur) - open; free < need {
+		return fmt.Errorf("the open-file limit (ulimit -n) is %d and %d descriptors are open: this needs %d free", rl.Cur, open, need)
+	}
+	return nil
+}
+
+// errNotProc: /proc/self/fd is not on a procfs, and its names say
+// nothing of this process's descriptors.
+var errNotProc = errors.New("/proc/self/fd is not on a procfs")
+
+// OpenBelow counts the descriptors this process has open numbered below
+// limit, listed in /proc/self/fd (names only; no descriptor's link is
+// followed). Only those take room under the open-file limit: the kernel
+// gives the lowest free number and refuses only when none below the
+// limit is. Those at or above it (opened before the limit was lowered:
+// prlimit --pid on a shell) count for nothing, and counting them refused
+// a record that had room (review8). The listing's own descriptor is not
+// counted. The error is the listing's: EMFILE when no descriptor was free
+// for it, ENFILE when the system's file table is full.
+func OpenBelow(limit uint64) (int, error) {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(d.Fd()), &st); err != nil {
+		return 0, err
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return 0, errNotProc
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return 0, err
+	}
 	open := 0
-	for _, e := range ents {
-		if n, err := strconv.ParseUint(e.Name(), 10, 64); err == nil && n < rl.Cur {
+	for _, name := range names {
+		if n, err := strconv.ParseUint(name, 10, 64); err == nil && n < limit {
 			open++
 		}
 	}
 	// The listing's own descriptor (the lowest free number, below the
 	// limit since it was opened) is closed again: not counted.
-	open--
-	if free := int(rl.Cur) - open; free < need {
-		return fmt.Errorf("the open-file limit (ulimit -n) is %d and %d descriptors are open: this needs %d free", rl.Cur, open, need)
-	}
-	return nil
+	return open - 1, nil
 }
 
 // Options configures an Engine. The zero value (with FS set) samples
