@@ -130,16 +130,7 @@ func TestHogsConnLevels(t *testing.T) {
 func BenchmarkHogsConn(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			l := newLimitListener(nil, n)
-			since := time.Now()
-			for i := range n {
-				c, other := net.Pipe()
-				defer c.Close()
-				defer other.Close()
-				p := ipPeer(net.ParseIP(fmt.Sprintf("2001:db8:0:%x::%x", i/16, i%16+1)))
-				l.byPeer[p]++
-				l.served[c] = servedConn{since: since.Add(time.Duration(i)), peer: p}
-			}
+			l := r13Full(b, n, func(i int) string { return fmt.Sprintf("2001:db8:0:%x::%x", i/16, i%16+1) })
 			newcomer := ipPeer(net.ParseIP("2001:db9::1"))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -159,16 +150,7 @@ func BenchmarkHogsConn(b *testing.B) {
 func BenchmarkMakeRoomRefused(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			l := newLimitListener(nil, n)
-			since := time.Now()
-			for i := range n {
-				c, other := net.Pipe()
-				defer c.Close()
-				defer other.Close()
-				p := ipPeer(net.ParseIP(fmt.Sprintf("2001:db8::%x", i+1)))
-				l.byPeer[p]++
-				l.served[c] = servedConn{since: since.Add(time.Duration(i)), peer: p}
-			}
+			l := r13Full(b, n, func(i int) string { return fmt.Sprintf("2001:db8::%x", i+1) })
 			newcomer := ipPeer(net.ParseIP("2001:db8::ffff:1"))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -71,6 +71,43 @@ func r12Spread(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
 	}}
 }
 
+// r13ScrapeNotCut serves 4 slots at listen, holds a scrape in progress
+// from scraper and three connections from hog (r12Spread: hog(i) is
+// connection i's address; before the scrape when hogFirst, else after),
+// then asks from newcomer: it must be answered, one of hog's connections
+// cut, and the scrape not.
+func r13ScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) string, hogFirst bool, newcomer string) {
+	t.Helper()
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, r11Slow(release, &started))
+	var (
+		dialled     atomic.Int32
+		scrape, cut <-chan error
+	)
+	holdHog := func() {
+		started.Add(3)
+		cut = r11Hold(t, r12Spread(hog, &dialled), "http://"+addr, 3, &started)
+	}
+	if hogFirst {
+		holdHog()
+		time.Sleep(5 * time.Millisecond) // the scrape is served after them
+	}
+	started.Add(1)
+	scrape = r11Hold(t, fromIP(scraper), "http://"+addr, 1, &started)
+	if !hogFirst {
+		holdHog()
+	}
+	r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", "a newcomer from "+newcomer)
+	r11WantCut(t, cut)
+	select {
+	case err := <-scrape:
+		t.Fatalf("the scrape from %s ended (%v), cut for the client", scraper, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
 // TestReview12SameSlash64Neighbour: a client in the same /64 as a
 // scraper, from one address of its own, holds every slot with requests
 // it never lets end. Counted by address (before the /64 rule) the
@@ -103,25 +140,7 @@ func TestReview12NeighbourScrapeNotCut(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
-	release := make(chan struct{})
-	defer close(release)
-	var started sync.WaitGroup
-	started.Add(1)
-	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:9::1]:0", MaxConns: 4}, r11Slow(release, &started))
-	scrape := r11Hold(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr, 1, &started)
-	started.Add(3)
-	hogs := r11Hold(t, fromIP("fd00:6d77:0:1::a"), "http://"+addr, 3, &started)
-	resp, err := fromIP("fd00:6d77:0:2::1").Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("a newcomer from another /64: %v", err)
-	}
-	resp.Body.Close()
-	r11WantCut(t, hogs)
-	select {
-	case err := <-scrape:
-		t.Fatalf("the neighbour's scrape ended (%v), cut for the hog", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	r13ScrapeNotCut(t, "[fd00:6d77:0:9::1]:0", "fd00:6d77:0:1::5", func(int32) string { return "fd00:6d77:0:1::a" }, false, "fd00:6d77:0:2::1")
 }
 
 // TestReview12AcrossSlash64s: a client that holds every slot one
@@ -184,24 +203,10 @@ func TestReview13SpreadNeighbour(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
+	spread := func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::1", 0x100+i) }
 	for _, newcomer := range []string{"fd00:6d77:0:2::9", "fd00:6d78::1"} {
 		t.Run(newcomer, func(t *testing.T) {
-			release := make(chan struct{})
-			defer close(release)
-			var started sync.WaitGroup
-			started.Add(1)
-			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
-			scrape := r11Hold(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr, 1, &started)
-			started.Add(3)
-			var dialled atomic.Int32
-			hogs := r11Hold(t, r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::1", 0x100+i) }, &dialled), "http://"+addr, 3, &started)
-			r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", "a newcomer from "+newcomer)
-			r11WantCut(t, hogs)
-			select {
-			case err := <-scrape:
-				t.Fatalf("the neighbour's scrape ended (%v), cut for the spread", err)
-			case <-time.After(300 * time.Millisecond):
-			}
+			r13ScrapeNotCut(t, "[fd00:6d77:ffff::1]:0", "fd00:6d77:0:1::5", spread, false, newcomer)
 		})
 	}
 }
@@ -230,23 +235,7 @@ func TestReview13IPv4Spread(t *testing.T) {
 		{"per /24 of a /16", func(i int32) string { return fmt.Sprintf("10.1.%d.1", 10+i) }, "10.2.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			release := make(chan struct{})
-			defer close(release)
-			var started sync.WaitGroup
-			started.Add(3)
-			addr, _ := listenLimited(t, Listeners{TCP: "10.9.9.9:0", MaxConns: 4}, r11Slow(release, &started))
-			var dialled atomic.Int32
-			hogs := r11Hold(t, r12Spread(tc.hog, &dialled), "http://"+addr, 3, &started)
-			time.Sleep(5 * time.Millisecond) // the scrape is served after them
-			started.Add(1)
-			scrape := r11Hold(t, fromIP("10.1.3.5"), "http://"+addr, 1, &started)
-			r11Answered(t, fromIP(tc.newcomer), "http://"+addr+"/metrics", "a newcomer from "+tc.newcomer)
-			r11WantCut(t, hogs)
-			select {
-			case err := <-scrape:
-				t.Fatalf("the scrape from 10.1.3.5 ended (%v), cut for the spread", err)
-			case <-time.After(300 * time.Millisecond):
-			}
+			r13ScrapeNotCut(t, "10.9.9.9:0", "10.1.3.5", tc.hog, true, tc.newcomer)
 		})
 	}
 }
