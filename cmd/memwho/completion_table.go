@@ -73,7 +73,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--listen"}, Arg: "ADDR", Help: "also serve metrics on TCP ADDR; needs --web-config or --no-auth"},
 		{Names: []string{"--web-config"}, Arg: "FILE", Help: "TLS and basic auth for --listen, in the format of Prometheus' web configuration file (see docs/agent.md)"},
 		{Names: []string{"--no-auth"}, Arg: "", Help: "allow --listen without --web-config: anyone who can connect to ADDR reads the figures"},
-		{Names: []string{"--max-connections"}, Arg: "N", Help: "connections each of --socket and --listen holds at once (default 64, at most 4096); when all are taken, the one idle or unserved the longest is closed, else new ones wait"},
+		{Names: []string{"--max-connections"}, Arg: "N", Help: "connections each of --socket and --listen holds at once (default 64, at most 4096); when all are taken, the one idle or unserved the longest is closed, else one of a group of peers holding two more than the newcomer's (IPv6 /32 to /64, IPv4 /16 and /24, address; a user on --socket), else new ones wait (docs/agent.md, \"Connections\")"},
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), user, cgroup, unit, slice or container"},
 		{Names: []string{"--top-processes"}, Arg: "K", Help: "add per-process series for the K processes using the most RAM (default 0, at most 1000)"},
 		{Names: []string{"--conns"}, Arg: "", Help: "count ESTABLISHED TCP connections per process and group (default true; --conns=false to skip the /proc/PID/fd walk)"},
