@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,16 +48,9 @@ func TestMaxConnectionsHogIPv6(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
-	release := make(chan struct{})
-	defer close(release)
-	var started sync.WaitGroup
-	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:2::1]:0", MaxConns: 4}, r11Slow(release, &started))
 	var dialled atomic.Int32
 	hog := r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77::%x", i) }, &dialled)
-	hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
-	r11Answered(t, fromIP("fd00:6d77:0:1::1"), "http://"+addr+"/metrics", "a newcomer from another /64")
-	r11WantCut(t, hogs)
+	r13HogCut(t, "[fd00:6d77:0:2::1]:0", hog, "fd00:6d77:0:1::1", "a newcomer from another /64")
 	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4 (one address each)", n)
 	}

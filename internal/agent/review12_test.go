@@ -71,6 +71,21 @@ func r12Spread(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
 	}}
 }
 
+// r13HogCut serves 4 slots at listen, all held by requests from hog
+// that never end, then asks from newcomer: it must be answered and one of
+// hog's connections cut.
+func r13HogCut(t *testing.T, listen string, hog *http.Client, newcomer, what string) {
+	t.Helper()
+	release := make(chan struct{})
+	defer close(release)
+	var started sync.WaitGroup
+	started.Add(4)
+	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, r11Slow(release, &started))
+	hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
+	r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", what)
+	r11WantCut(t, hogs)
+}
+
 // r13ScrapeNotCut serves 4 slots at listen, holds a scrape in progress
 // from scraper and three connections from hog (r12Spread: hog(i) is
 // connection i's address; before the scrape when hogFirst, else after),
@@ -120,14 +135,7 @@ func TestReview12SameSlash64Neighbour(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
-	release := make(chan struct{})
-	defer close(release)
-	var started sync.WaitGroup
-	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:0:9::1]:0", MaxConns: 4}, r11Slow(release, &started))
-	hogs := r11Hold(t, fromIP("fd00:6d77:0:1::a"), "http://"+addr, 4, &started)
-	r11Answered(t, fromIP("fd00:6d77:0:1::5"), "http://"+addr+"/metrics", "a scrape from the hog's /64")
-	r11WantCut(t, hogs)
+	r13HogCut(t, "[fd00:6d77:0:9::1]:0", fromIP("fd00:6d77:0:1::a"), "fd00:6d77:0:1::5", "a scrape from the hog's /64")
 }
 
 // TestReview12NeighbourScrapeNotCut: a scrape in progress from
