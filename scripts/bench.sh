@@ -15,7 +15,10 @@
 # Not for CI: it starts thousands of processes and takes minutes. Run it as
 # root, or memwho falls back to estimates and compares with nothing useful.
 #
-# Prints a Markdown table to stdout; progress goes to stderr.
+# Prints Markdown tables to stdout; progress goes to stderr. The last
+# table is the binaries': size, the sections a run maps, the packages
+# linked and any of them that must never hold capabilities (issue 13's
+# goal 1).
 #
 # Environment:
 #   SIZES="100 1000 3000"   numbers of load processes
@@ -342,3 +345,46 @@ if ((${#PAIR_ROWS[@]} > 0)); then
 	echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
 	printf '%s\n' "${PAIR_ROWS[@]}"
 fi
+
+echo
+# binaries: goal 1 of issue 13 (least code under privilege) and what goal 3's
+# peak is made of. For each binary: its size, the loaded sections that a
+# run maps (code, read-only data, the function tables; readelf, from
+# binutils, else "-"), the packages it links (go list, for the binaries
+# built here), and which of the packages that must never run with
+# capabilities it links (HTTP, TLS and crypto, SQL, SSH, pprof, terminal
+# frameworks): "none" for memwho.
+FORBIDDEN='^(net|net/.*|crypto|crypto/.*|vendor/.*|database/sql.*|runtime/pprof|golang.org/x/crypto/.*|modernc.org/.*|github.com/jackc/.*|github.com/pkg/sftp.*|github.com/prometheus/.*|github.com/klauspost/.*|google.golang.org/.*|github.com/charmbracelet/.*)$'
+binary_row() {
+	local name=$1 bin=$2 pkg=$3 sections="- | - | -" npkg=- bad=-
+	if command -v readelf >/dev/null; then
+		sections=$(readelf -SW "$bin" | awk '
+			{ for (i = 1; i < NF; i++) if ($i == ".text" || $i == ".rodata" || $i == ".gopclntab") sz[$i] = $(i + 4) }
+			function kb(h,   n, d, c) { n = 0; h = tolower(h); for (c = 1; c <= length(h); c++) { d = index("0123456789abcdef", substr(h, c, 1)) - 1; n = n * 16 + d }; return sprintf("%.0f", n / 1000) }
+			END { printf "%s | %s | %s", kb(sz[".text"]), kb(sz[".rodata"]), kb(sz[".gopclntab"]) }')
+	fi
+	if [[ -n $pkg ]]; then
+		CGO_ENABLED=0 go list -deps "$pkg" >"$TMP/deps"
+		npkg=$(wc -l <"$TMP/deps")
+		bad=$(grep -cE "$FORBIDDEN" "$TMP/deps" || true)
+		if ((bad == 0)); then
+			bad=none
+		else
+			bad="$bad, among them $(grep -E '^(net/http|crypto/tls|database/sql|modernc.org/sqlite|github.com/jackc/pgx/v5|github.com/pkg/sftp|golang.org/x/crypto/ssh)$' "$TMP/deps" | paste -sd' ' -)"
+		fi
+	fi
+	echo "| $name | $(awk -v b="$(stat -c %s "$bin")" 'BEGIN { printf "%.2f", b / 1e6 }') | $sections | $npkg | $bad |"
+}
+echo "the binaries (issue 13's goal 1; a run maps most of the code, read-only data and function tables: see docs/performance.md)"
+echo
+echo "| binary | MB | code KB | read-only data KB | function tables KB | packages | packages that must not hold capabilities |"
+echo "|---|---:|---:|---:|---:|---:|---|"
+if [[ -n ${MEMWHO_BIN:-} ]]; then
+	binary_row "memwho (MEMWHO_BIN)" "$MEMWHO" ""
+else
+	binary_row memwho "$MEMWHO" ./cmd/memwho
+fi
+if [[ -f $OUT/memwho-agent ]]; then
+	binary_row memwho-agent "$OUT/memwho-agent" ./cmd/memwho-agent
+fi
+binary_row memwho-floor "$FLOOR" ./cmd/memwho-floor
