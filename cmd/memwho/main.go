@@ -73,16 +73,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// stop cleanly at SIGINT and SIGTERM. A report asks only when
 		// it writes files (runReport).
 		var stop context.CancelFunc
+		var hangup <-chan struct{}
 		if name == "watch" {
 			// The view handles the terminal's hang-up itself.
-			ctx, stop = cli.InterruptibleView(ctx)
+			ctx, hangup, stop = cli.InterruptibleView(ctx)
 		} else {
 			ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		}
 		defer stop()
 		switch name {
 		case "watch":
-			err = runWatch(ctx, rest, stdout, stderr)
+			err = runWatch(ctx, hangup, rest, stdout, stderr)
 		case "snapshot":
 			err = runSnapshot(ctx, rest, stdout, stderr)
 		default:

@@ -19,7 +19,7 @@ import (
 
 func watchUsage() string { return usage("watch") }
 
-func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("memwho watch")
 	var (
 		interval                time.Duration
@@ -45,7 +45,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cli.Parse(fs, watchUsage(), args, stdout); err != nil {
 		return err
 	}
-	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns}
+	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns, Hangup: hangup}
 	var err error
 	if interval <= 0 {
 		return cli.Usagef("--interval: must be positive")

@@ -53,19 +53,38 @@ func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 // terminal that is gone. When it ended the context as well, the two
 // raced, and when the context won, the view wrote to the dead terminal
 // and exited 1 (seen under load: TestWatchReview4Terminal, "the
-// terminal hung up", 2 of 60 runs). It stays caught for the whole
-// command: a hang-up that arrives after the view has stopped its own
-// handling would otherwise end the process by its default action.
-func InterruptibleView(ctx context.Context) (context.Context, context.CancelFunc) {
+// terminal hung up", 2 of 60 runs). Instead the returned channel is
+// closed at the first SIGHUP, whenever it comes: before the view has
+// started its own handling too (a hang-up caught here and dropped left
+// the view running: TestWatchReview4Signals, "SIGHUP before the first
+// frame", 1 run of 4 under load), and in the plain output, which it
+// ends as SIGTERM does. SIGHUP stays caught for the whole command: a
+// hang-up that arrives after the view has stopped its own handling
+// would otherwise end the process by its default action. Under nohup
+// (SIGHUP ignored) the channel is never closed.
+func InterruptibleView(ctx context.Context) (context.Context, <-chan struct{}, context.CancelFunc) {
 	ctx, stop := signal.NotifyContext(ctx, interruptSignals(false)...)
+	hangup := make(chan struct{})
 	if signal.Ignored(syscall.SIGHUP) {
-		return ctx, stop
+		return ctx, hangup, stop
 	}
-	hup := make(chan os.Signal, 1) // never read: the signal is dropped
+	hup := make(chan os.Signal, 1) // later hang-ups find it full and are dropped
 	signal.Notify(hup, syscall.SIGHUP)
-	return ctx, func() {
-		signal.Stop(hup)
-		stop()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-hup:
+			close(hangup)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, hangup, func() {
+		once.Do(func() {
+			signal.Stop(hup)
+			close(done)
+			stop()
+		})
 	}
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -32,6 +34,8 @@ func TestReview8InterruptibleSignals(t *testing.T) {
 			if tc.ignored {
 				signal.Ignore(tc.sig)
 				defer signal.Reset(tc.sig)
+			} else {
+				unignore(tc.sig) // an earlier case's, with -count 2
 			}
 			ctx, stop := Interruptible(context.Background())
 			defer stop()
@@ -117,4 +121,90 @@ func TestReview8Parsers(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want ok=%v", tc.in, got, err, tc.ok)
 		}
 	}
+}
+
+// TestInterruptibleViewHangup: InterruptibleView closes its channel at
+// a SIGHUP and leaves the context alone (the view decides what a
+// hang-up means); a SIGHUP before anyone looks at the channel is kept
+// (a hang-up dropped before the view's own handling left it running);
+// SIGINT and SIGTERM end the context; under nohup the channel stays
+// open and SIGHUP ignored. It runs in a process of its own: os/signal
+// goes on reporting a signal as ignored after signal.Reset (here, after
+// TestReview8InterruptibleSignals' nohup cases), which would change
+// what InterruptibleView catches.
+func TestInterruptibleViewHangup(t *testing.T) {
+	if os.Getenv("MEMWHO_TEST_VIEW_HANGUP") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestInterruptibleViewHangup$", "-test.v")
+		cmd.Env = append(os.Environ(), "MEMWHO_TEST_VIEW_HANGUP=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestInterruptibleViewHangup") {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return
+	}
+	// The child inherits what the parent ignores.
+	unignore(syscall.SIGHUP, syscall.SIGINT)
+	t.Run("SIGHUP", func(t *testing.T) {
+		ctx, hangup, stop := InterruptibleView(context.Background())
+		defer stop()
+		syscall.Kill(syscall.Getpid(), syscall.SIGHUP)
+		time.Sleep(50 * time.Millisecond) // nobody reading yet
+		select {
+		case <-hangup:
+		case <-time.After(5 * time.Second):
+			t.Fatal("SIGHUP did not close the hang-up channel")
+		}
+		if ctx.Err() != nil {
+			t.Error("SIGHUP ended the context")
+		}
+		// A second hang-up is caught and dropped, not the default action.
+		syscall.Kill(syscall.Getpid(), syscall.SIGHUP)
+		time.Sleep(50 * time.Millisecond)
+		stop()
+		stop() // twice is harmless
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ctx, hangup, stop := InterruptibleView(context.Background())
+			defer stop()
+			syscall.Kill(syscall.Getpid(), sig)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%v did not end the context", sig)
+			}
+			select {
+			case <-hangup:
+				t.Errorf("%v closed the hang-up channel", sig)
+			default:
+			}
+		})
+	}
+	t.Run("SIGHUP ignored (nohup)", func(t *testing.T) {
+		signal.Ignore(syscall.SIGHUP)
+		defer signal.Reset(syscall.SIGHUP)
+		ctx, hangup, stop := InterruptibleView(context.Background())
+		defer stop()
+		syscall.Kill(syscall.Getpid(), syscall.SIGHUP)
+		select {
+		case <-hangup:
+			t.Error("an ignored SIGHUP closed the hang-up channel")
+		case <-ctx.Done():
+			t.Error("an ignored SIGHUP ended the context")
+		case <-time.After(300 * time.Millisecond):
+		}
+		if !signal.Ignored(syscall.SIGHUP) {
+			t.Error("SIGHUP no longer ignored after InterruptibleView")
+		}
+	})
+}
+
+// unignore undoes signal.Ignore, which signal.Reset does not: the
+// signal stays ignored, and os/signal says so. Notify takes it back (and
+// os/signal no longer counts it ignored); Stop leaves it to the code
+// under test.
+func unignore(sigs ...os.Signal) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	signal.Stop(c)
 }

@@ -47,6 +47,11 @@ type Options struct {
 	Containers interface {
 		Key(cgroupPath string) string
 	}
+	// Hangup, closed when the terminal hangs up (SIGHUP), ends the
+	// watch: the live view gives nothing back to a terminal that is
+	// gone, the plain output stops as when ctx ends. Closed before the
+	// watch starts, it ends it before anything is drawn. nil: never.
+	Hangup <-chan struct{}
 }
 
 // RunPlain is the watch for logs and pipes: every opt.Interval it scans
@@ -54,7 +59,7 @@ type Options struct {
 // the grouping and the interval, the report table (report.Table, groups
 // in ascending order of opt.Sort, the largest last), then one line per
 // leak suspect. Snapshots are separated by a blank line. It returns after
-// opt.Count snapshots, or nil when ctx is cancelled.
+// opt.Count snapshots, or nil when ctx is cancelled or opt.Hangup closed.
 //
 // warn, when not nil, is called with the first snapshot once it is
 // written, for the caller's warnings about estimates, and with every later
@@ -78,11 +83,14 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 				case <-ctx.Done():
 					timer.Stop()
 					return nil
+				case <-opt.Hangup:
+					timer.Stop()
+					return nil
 				case <-timer.C:
 				}
 			}
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || closed(opt.Hangup) {
 			return nil
 		}
 		start = time.Now()
@@ -194,4 +202,14 @@ func appendChange(dst []byte, d int64) []byte {
 		return report.HumanBytes(dst, uint64(-(d+1))+1)
 	}
 	return append(dst, "0 B"...)
+}
+
+// closed reports whether c is closed (never, for nil).
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

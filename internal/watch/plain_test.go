@@ -119,3 +119,38 @@ func TestRunPlainWarnsSkipped(t *testing.T) {
 		t.Errorf("warned with Broken %v, want %v", warned, want)
 	}
 }
+
+// TestRunPlainHangup: a hang-up (SIGHUP: the terminal a plain watch was
+// started from closed) ends the plain output as the context's end does.
+// It was caught and dropped, so `memwho watch --plain > file` outlived
+// its terminal.
+func TestRunPlainHangup(t *testing.T) {
+	s := &seqSampler{procs: []proc{{pid: 1, name: "a", ram: constant(miB)}}}
+	hangup := make(chan struct{})
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	first := make(chan struct{})
+	go func() {
+		done <- RunPlain(context.Background(), &out, s, Options{Interval: time.Hour, Hangup: hangup}, func(*sample.Snapshot) { close(first) })
+	}()
+	<-first
+	close(hangup)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunPlain after a hang-up: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPlain did not return after a hang-up")
+	}
+	if !strings.Contains(out.String(), "total") {
+		t.Errorf("the snapshot before the hang-up is missing:\n%s", out.String())
+	}
+
+	// Hung up before it started: nothing scanned, nothing written.
+	var none bytes.Buffer
+	s2 := &seqSampler{procs: []proc{{pid: 1, name: "a", ram: constant(miB)}}}
+	if err := RunPlain(context.Background(), &none, s2, Options{Interval: time.Hour, Hangup: hangup}, nil); err != nil || none.Len() != 0 || s2.n != 0 {
+		t.Errorf("hung up before the start: %v, %d bytes written, %d scans", err, none.Len(), s2.n)
+	}
+}

@@ -190,6 +190,12 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 		frames [2][]byte
 		next   int
 	)
+	if closed(m.opt.Hangup) {
+		// Hung up before the first frame (the signal came while the
+		// command started): nothing to draw, nobody to draw it for.
+		hungUp = true
+		return nil
+	}
 	resize()
 	if do(m.Init()) {
 		return nil
@@ -253,6 +259,9 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 				return nil
 			}
 			return err
+		case <-m.opt.Hangup:
+			hungUp = true
+			return nil
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGHUP:

@@ -281,3 +281,27 @@ func TestRunEndsDuringScan(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestRunHangup: a hang-up ends the view with no error, before the
+// first frame too (the signal came while the command started: it was
+// caught and dropped before the view's own handling, and the view ran
+// on; TestWatchReview4Signals, 1 run of 4 under load). The terminal's
+// settings are restored either way.
+func TestRunHangup(t *testing.T) {
+	hangup := make(chan struct{})
+	close(hangup)
+	f := newFakeTerm()
+	err := wait(t, runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour, Hangup: hangup})))
+	if out, writes := f.output(); err != nil || writes != 0 || f.restored != 1 {
+		t.Errorf("hung up before the first frame: %v, %d writes (%q), restored %d times; want nil, none, once", err, writes, out, f.restored)
+	}
+
+	hangup = make(chan struct{})
+	f = newFakeTerm()
+	done := runAsync(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour, Hangup: hangup}))
+	waitOutput(t, f, "RAM used")
+	close(hangup)
+	if err := wait(t, done); err != nil || f.restored != 1 {
+		t.Errorf("hung up while running: %v, restored %d times", err, f.restored)
+	}
+}
