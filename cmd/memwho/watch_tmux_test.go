@@ -205,6 +205,27 @@ func TestWatchInTmux(t *testing.T) {
 	}
 	s.waitFor("rows unwrapped at 80", `^ +12\.8 MiB +0 B +0 B +0\.0 .* helper$`, `^ +13\.4 MiB +0 B +total$`)
 
+	// Six lines leave room for one row (sorted by name: bash, then
+	// helper); the keys scroll through the rest, whichever sequence tmux
+	// sends for them.
+	s.must("resize-window", "-t", "w", "-x", "80", "-y", "6")
+	s.waitFor("one row fits", `bash$`, `!helper$`, `total \(1 hidden\)$`)
+	s.keys("End")
+	s.waitFor("end", `helper$`, `!bash$`, `total \(↑1\)$`)
+	s.keys("Up")
+	s.waitFor("up", `bash$`, `total \(1 hidden\)$`)
+	s.keys("NPage")
+	s.waitFor("page down", `helper$`, `total \(↑1\)$`)
+	s.keys("PPage")
+	s.waitFor("page up", `bash$`, `total \(1 hidden\)$`)
+	s.keys("Down")
+	s.waitFor("down", `helper$`, `total \(↑1\)$`)
+	s.keys("Home")
+	s.waitFor("home", `bash$`, `total \(1 hidden\)$`)
+	s.keys("End")
+	s.must("resize-window", "-t", "w", "-x", "80", "-y", "30")
+	s.waitFor("taller again: every row, nothing scrolled", `bash$`, `helper$`, `total$`)
+
 	if got := s.quit(); got != "0" {
 		t.Errorf("exit status %q after q, want 0", got)
 	}

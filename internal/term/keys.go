@@ -7,7 +7,8 @@ import (
 
 // Key is a key press. Name is what a caller matches: the character
 // typed ("q", "G", "/", "é"), or "space", "enter", "esc", "backspace",
-// "tab", "up", "down", "left", "right", "ctrl+a" … "ctrl+z". Text is what
+// "tab", "up", "down", "left", "right", "home", "end", "pgup", "pgdown",
+// "delete", "ctrl+a" … "ctrl+z". Text is what
 // the key types: the character itself, " " for space, empty for the
 // others.
 type Key struct{ Name, Text string }
@@ -40,8 +41,8 @@ var pasteEnd = []byte("\x1b[201~")
 // never hold more than maxPending+MaxPaste bytes, whatever it is fed.
 //
 // It knows the keys a terminal sends without any keyboard protocol
-// switched on: UTF-8 text, the C0 controls, arrows as CSI or SS3
-// sequences, and bracketed paste. Other escape sequences (function keys,
+// switched on: UTF-8 text, the C0 controls, arrows, Home and End as CSI
+// or SS3 sequences, Page Up, Page Down and Delete, and bracketed paste. Other escape sequences (function keys,
 // modified arrows, replies) are read and ignored. An ESC that ends a
 // read is the Esc key: a terminal writes a sequence in one piece, so a
 // lone ESC is a key press, and waiting for more would delay Esc. For the
@@ -253,6 +254,15 @@ func (d *Decoder) csi(b []byte) (Event, int) {
 			return nil, n
 		case "3":
 			return Key{Name: "delete"}, n
+		case "5":
+			return Key{Name: "pgup"}, n
+		case "6":
+			return Key{Name: "pgdown"}, n
+		case "1", "7":
+			// Home as the Linux console and rxvt send it.
+			return Key{Name: "home"}, n
+		case "4", "8":
+			return Key{Name: "end"}, n
 		}
 		return nil, n
 	}
@@ -262,8 +272,14 @@ func (d *Decoder) csi(b []byte) (Event, int) {
 	return nil, n // modified arrows, function keys, replies
 }
 
+// arrow is the key of a CSI or SS3 sequence without parameters: the
+// arrows, and Home and End as xterm sends them.
 func arrow(c byte) Event {
 	switch c {
+	case 'H':
+		return Key{Name: "home"}
+	case 'F':
+		return Key{Name: "end"}
 	case 'A':
 		return Key{Name: "up"}
 	case 'B':

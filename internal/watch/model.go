@@ -67,6 +67,11 @@ type Model struct {
 	desc    bool
 	filter  *regexp.Regexp
 
+	// top is how many rows are scrolled past: the first row on screen.
+	// Keys keep it within the rows (clampTop); the view clamps it again,
+	// since a refresh or a resize may leave fewer.
+	top int
+
 	prompt   bool   // the filter prompt is open
 	input    string // text typed at the prompt
 	inputErr string // why the typed regex did not compile
@@ -180,6 +185,7 @@ func (m Model) Update(msg Msg) (Model, Cmd) {
 	switch msg := msg.(type) {
 	case SizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.clampTop()
 	case snapshotMsg:
 		m.scanning = false
 		if msg.err != nil {
@@ -188,6 +194,7 @@ func (m Model) Update(msg Msg) (Model, Cmd) {
 			m.scanErr = nil
 			m.tr.AddSampled(m.snap, msg.at)
 			m.scans++
+			m.clampTop()
 			if m.opt.Count > 0 && m.scans >= m.opt.Count {
 				return m, quit
 			}
@@ -223,7 +230,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 		switch k {
 		case "enter":
 			if m.input == "" {
-				m.filter, m.prompt, m.inputErr = nil, false, ""
+				m.filter, m.prompt, m.inputErr, m.top = nil, false, "", 0
 				break
 			}
 			re, err := regexp.Compile(m.input)
@@ -231,7 +238,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 				m.inputErr = regexpError(err)
 				break
 			}
-			m.filter, m.prompt, m.inputErr = re, false, ""
+			m.filter, m.prompt, m.inputErr, m.top = re, false, "", 0
 		case "esc":
 			m.prompt, m.inputErr = false, ""
 		case "backspace":
@@ -265,6 +272,8 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 	switch k {
 	case "q":
 		return m, quit
+	case "up", "down", "pgup", "pgdown", "home", "end":
+		m.scroll(k)
 	case "left", "right":
 		order := m.sortOrder()
 		step := 1
@@ -279,6 +288,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 		}
 		m.sortKey = order[(i+step)%len(order)]
 		m.desc = m.sortKey != SortName
+		m.top = 0
 	case "g", "G":
 		step := 1
 		if k == "G" {
@@ -290,6 +300,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 				break
 			}
 		}
+		m.top = 0
 	case "/":
 		m.prompt, m.inputErr = true, ""
 		m.input = ""
@@ -297,7 +308,7 @@ func (m Model) key(msg term.Key) (Model, Cmd) {
 			m.input = m.filter.String()
 		}
 	case "esc":
-		m.filter = nil
+		m.filter, m.top = nil, 0
 	case "space":
 		m.paused = !m.paused
 		if !m.paused && !m.scanning && !m.ticking && m.sampler != nil {
@@ -342,13 +353,62 @@ func (m *Model) sortOrder() []SortKey {
 }
 
 // setSort sorts by sk, largest first (names A to Z); choosing the
-// current column again flips the order.
+// current column again flips the order. Either way the view goes back to
+// the first row, the one the new order puts first.
 func (m *Model) setSort(sk SortKey) {
+	m.top = 0
 	if sk == m.sortKey {
 		m.desc = !m.desc
 		return
 	}
 	m.sortKey, m.desc = sk, sk != SortName
+}
+
+// rowRoom is how many rows of groups fit the terminal's height.
+func (m *Model) rowRoom() int { return max(m.height-headerLines-1, 0) }
+
+// rowCount is how many rows the view holds now: the groups of the
+// current grouping that pass the filter.
+func (m *Model) rowCount() int {
+	rows := m.tr.Rows(m.by)
+	if m.filter == nil {
+		return len(rows)
+	}
+	n := 0
+	for i := range rows {
+		if m.filter.MatchString(rows[i].Key) {
+			n++
+		}
+	}
+	return n
+}
+
+// clampTop keeps the rows scrolled past within what there is to scroll:
+// the last row never rises above the bottom of the screen.
+func (m *Model) clampTop() {
+	m.top = min(m.top, max(m.rowCount()-m.rowRoom(), 0))
+	m.top = max(m.top, 0)
+}
+
+// scroll moves the rows on screen for a key: a row, a page (the rows
+// that fit), or to the first or the last page.
+func (m *Model) scroll(k string) {
+	page := max(m.rowRoom(), 1)
+	switch k {
+	case "up":
+		m.top--
+	case "down":
+		m.top++
+	case "pgup":
+		m.top -= page
+	case "pgdown":
+		m.top += page
+	case "home":
+		m.top = 0
+	case "end":
+		m.top = m.rowCount()
+	}
+	m.clampTop()
 }
 
 // regexpError is a one-line description of a regexp compile error.

@@ -4,6 +4,8 @@ package watch
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func TestKeyNames(t *testing.T) {
 	for _, tc := range []struct{ name, in string }{
 		{"space", " "}, {"enter", "\r"}, {"esc", "\x1b"}, {"backspace", "\x7f"},
 		{"left", "\x1b[D"}, {"right", "\x1b[C"}, {"ctrl+c", "\x03"}, {"ctrl+u", "\x15"},
+		{"up", "\x1b[A"}, {"down", "\x1b[B"}, {"pgup", "\x1b[5~"}, {"pgdown", "\x1b[6~"}, {"home", "\x1b[H"}, {"end", "\x1b[F"},
 		{"q", "q"}, {"/", "/"}, {"?", "?"}, {"G", "G"},
 	} {
 		var d term.Decoder
@@ -65,7 +68,7 @@ func press(m Model, keys ...string) (Model, Cmd) {
 
 func isKeyName(s string) bool {
 	switch s {
-	case "space", "enter", "esc", "backspace", "left", "right", "ctrl+c", "ctrl+u":
+	case "space", "enter", "esc", "backspace", "left", "right", "up", "down", "pgup", "pgdown", "home", "end", "ctrl+c", "ctrl+u":
 		return true
 	}
 	return false
@@ -369,5 +372,93 @@ func TestPromptBounded(t *testing.T) {
 		p, _ = press(p, "enter")
 		t.Logf("%d bytes: filter %v, error %q", len(in), p.filter != nil, p.inputErr)
 		checkScreen(t, p.View(), 80, 24, false)
+	}
+}
+
+func TestScrollKeys(t *testing.T) {
+	// 80×10: five rows fit (four lines above them, the total below); the
+	// synthetic host has eight groups, so three are out of sight.
+	m := testModel(t, 80, 10, 20, Options{})
+	n := len(visibleKeys(m))
+	room := 10 - headerLines - 1
+	last := n - room
+	if last <= 0 {
+		t.Fatalf("%d groups fit %d rows: nothing to scroll", n, room)
+	}
+	totalLine := func(m Model) string {
+		lines := strings.Split(m.View(), "\n")
+		return lines[len(lines)-1]
+	}
+	for _, tc := range []struct {
+		keys  []string
+		top   int
+		total string // how the total line ends
+	}{
+		{nil, 0, fmt.Sprintf("total (%d hidden)", last)},
+		{[]string{"up"}, 0, "hidden)"},
+		{[]string{"home"}, 0, "hidden)"},
+		{[]string{"down"}, 1, fmt.Sprintf("(↑1 ↓%d)", last-1)},
+		{[]string{"down", "down", "down", "down", "down", "down", "down", "down", "down", "down"}, last, fmt.Sprintf("total (↑%d)", last)},
+		{[]string{"pgdown"}, min(room, last), ""},
+		{[]string{"pgdown", "pgdown", "pgdown"}, last, ""},
+		{[]string{"end"}, last, fmt.Sprintf("total (↑%d)", last)},
+		{[]string{"end", "up"}, last - 1, "(↑2 ↓1)"},
+		{[]string{"end", "pgup"}, 0, "hidden)"},
+		{[]string{"end", "home"}, 0, "hidden)"},
+		// Whatever reorders or refilters the rows starts again at the
+		// first: a sort key, the same key (reversed), ←/→, g/G, a filter
+		// applied or cleared.
+		{[]string{"end", "r"}, 0, ""},
+		{[]string{"end", "s"}, 0, ""},
+		{[]string{"end", "right"}, 0, ""},
+		{[]string{"end", "g"}, 0, ""},
+		{[]string{"end", "G"}, 0, ""},
+		{[]string{"end", "/", "o", "enter"}, 0, ""},
+		{[]string{"end", "esc"}, 0, ""},
+		// Keys typed at the prompt are text or prompt editing, not
+		// scrolling; a key that closes the help does nothing else.
+		{[]string{"/", "down", "end", "esc"}, 0, ""},
+		{[]string{"?", "end"}, 0, ""},
+		// Paused, the screen still scrolls.
+		{[]string{"space", "down"}, 1, ""},
+	} {
+		got, _ := press(m, tc.keys...)
+		if got.top != tc.top {
+			t.Errorf("%q: %d rows scrolled past, want %d", tc.keys, got.top, tc.top)
+		}
+		if l := totalLine(got); !strings.HasSuffix(l, tc.total) {
+			t.Errorf("%q: total line %q, want it to end %q", tc.keys, l, tc.total)
+		}
+		checkScreen(t, got.View(), 80, 10, false)
+	}
+
+	// A taller terminal shows every row: the scroll goes back to the top.
+	scrolled, _ := press(m, "end")
+	tall, _ := scrolled.Update(SizeMsg{Width: 80, Height: 40})
+	if tall.top != 0 || strings.Contains(totalLine(tall), "↑") {
+		t.Errorf("resized to 40 lines: %d rows scrolled past, total %q", tall.top, totalLine(tall))
+	}
+
+	// Rows that vanish under a scrolled view (here: a filter set while the
+	// model was scrolled, as a refresh with fewer groups does) leave the
+	// last page on screen, never an empty one.
+	few := scrolled
+	few.filter = regexp.MustCompile("^(postgres|firefox|leaky)$")
+	if screen := few.View(); !strings.Contains(screen, "postgres") || !strings.Contains(screen, "firefox") || strings.Contains(screen, "↑") {
+		t.Errorf("three rows left under a view scrolled %d: \n%s", few.top, screen)
+	}
+}
+
+func TestScrollClampedByRefresh(t *testing.T) {
+	// A scan that finishes clamps the scroll to the rows it left.
+	m := testModel(t, 80, 10, 20, Options{})
+	m, _ = press(m, "end")
+	if m.top == 0 {
+		t.Fatal("end did not scroll")
+	}
+	m.filter = regexp.MustCompile("^postgres$")
+	m, _ = m.Update(snapshotMsg{started: time.Now()})
+	if m.top != 0 {
+		t.Errorf("after a refresh with one row: %d rows scrolled past, want 0", m.top)
 	}
 }

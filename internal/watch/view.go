@@ -151,17 +151,18 @@ func (m Model) screen() string {
 	shown, nameW := layout(w, m.by, m.opt.Conns)
 	lines = append(lines, m.columnTitles(shown, nameW))
 	room := max(h-headerLines-1, 0)
-	hidden := 0
-	if len(rows) > room {
-		hidden = len(rows) - room
-	}
+	// The rows scrolled past (m.top) and those below the screen. A
+	// refresh or a resize since the last key may leave fewer rows than
+	// the model scrolled past: the last page is shown then.
+	above := max(min(m.top, len(rows)-room), 0)
+	below := max(len(rows)-above-room, 0)
 	var buf []byte
-	for i := range rows[:len(rows)-hidden] {
-		buf = m.row(buf[:0], &rows[i], shown, nameW, false, 0)
+	for i := above; i < len(rows)-below; i++ {
+		buf = m.row(buf[:0], &rows[i], shown, nameW, false, 0, 0)
 		lines = append(lines, string(buf))
 	}
 	total := Row{Group: sample.Total(groupsOf(rows))}
-	buf = m.row(buf[:0], &total, shown, nameW, true, hidden)
+	buf = m.row(buf[:0], &total, shown, nameW, true, above, below)
 	lines = append(lines, string(buf))
 	return m.finish(lines, w, h)
 }
@@ -319,8 +320,9 @@ func (m Model) columnTitles(shown [numCols]bool, nameW int) string {
 }
 
 // row renders one group (or, with isTotal, the total of the filtered
-// groups with hidden of them not on screen).
-func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal bool, hidden int) []byte {
+// groups with above of them scrolled past and below of them under the
+// screen).
+func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal bool, above, below int) []byte {
 	ramMark, swapMark := marks(&r.Group)
 	for c := range numCols {
 		if !shown[c] {
@@ -377,8 +379,16 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 			var name string
 			if isTotal {
 				name = "total"
-				if hidden > 0 {
-					name += " (" + strconv.Itoa(hidden) + " hidden)"
+				// Short, for the name column of a narrow terminal:
+				// "(3 hidden)" below an unscrolled screen, "(↑2 ↓1)"
+				// once scrolled.
+				switch {
+				case above > 0 && below > 0:
+					name += " (↑" + strconv.Itoa(above) + " ↓" + strconv.Itoa(below) + ")"
+				case above > 0:
+					name += " (↑" + strconv.Itoa(above) + ")"
+				case below > 0:
+					name += " (" + strconv.Itoa(below) + " hidden)"
 				}
 			} else {
 				name = string(report.Sanitize(nil, r.Key))
@@ -455,12 +465,12 @@ func (m Model) helpLines() []string {
 		"  p s r w c n      sort by private, shared, RAM, swap, count, name;",
 		"  d t o            change, rate, connections (--conns); again: reverse",
 		"  ← →              previous / next sort column",
-		"  g G              next / previous grouping: program, user, cgroup, pid",
+		"  g G              grouping: program, user, cgroup, unit, slice, container, pid",
+		"  ↑ ↓ PgUp PgDn    scroll a row or a page; Home, End: the first or last page",
 		"  /                filter by regular expression (Go syntax): Enter applies,",
 		"                   Esc cancels; Esc outside the prompt clears the filter",
 		"  space            pause / resume sampling",
-		"  ?                this help (any key closes it)",
-		"  q  ctrl+c        quit",
+		"  ?  q  ctrl+c     this help (any key closes it); quit",
 		"",
 		m.st.render(m.st.title, "Columns"),
 		"  RAM used = Private + Shared: proportional set size (PSS); Swap is SwapPss",
