@@ -195,6 +195,11 @@ func (d *Decoder) escape(b []byte) (Event, int) {
 		if len(b) < 3 {
 			return nil, 0
 		}
+		if b[2] < 0x20 || b[2] == 0x7f {
+			// Alt+O, then a control key: that key (ctrl+c must always
+			// quit, an ESC starts the next event), as after a lone ESC.
+			return nil, 2
+		}
 		return arrow(b[2]), 3
 	case ']', 'P', '_', '^', 'X':
 		// A string (OSC, DCS, APC, PM, SOS), a reply nothing asked
@@ -236,6 +241,12 @@ func (d *Decoder) csi(b []byte) (Event, int) {
 		i++
 	}
 	params := b[2:i]
+	if i < len(b) && b[i] == '$' && digits(params) {
+		// rxvt's shifted keys (CSI 5 $: Shift+PgUp; 6, 7, 8, 2, 3):
+		// ECMA-48 reads the "$" as an intermediate byte, and waiting
+		// for a final byte took the next key's.
+		return nil, i + 1
+	}
 	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
 		i++
 	}
@@ -270,6 +281,16 @@ func (d *Decoder) csi(b []byte) (Event, int) {
 		return arrow(final), n
 	}
 	return nil, n // modified arrows, function keys, replies
+}
+
+// digits reports whether p is a number: one or more ASCII digits.
+func digits(p []byte) bool {
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(p) > 0
 }
 
 // arrow is the key of a CSI or SS3 sequence without parameters: the

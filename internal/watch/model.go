@@ -71,6 +71,9 @@ type Model struct {
 	// Keys keep it within the rows (clampTop); the view clamps it again,
 	// since a refresh or a resize may leave fewer.
 	top int
+	// counted caches rowCount: a read full of scroll keys ran the filter
+	// over every row for each of them (fifteenth review).
+	counted rowCounted
 
 	prompt   bool   // the filter prompt is open
 	input    string // text typed at the prompt
@@ -374,13 +377,28 @@ func (m *Model) rowCount() int {
 	if m.filter == nil {
 		return len(rows)
 	}
+	c := &m.counted
+	if c.ok && c.n == m.tr.n && c.by == m.by && c.filter == m.filter {
+		return c.count
+	}
 	n := 0
 	for i := range rows {
 		if m.filter.MatchString(rows[i].Key) {
 			n++
 		}
 	}
+	*c = rowCounted{ok: true, n: m.tr.n, by: m.by, filter: m.filter, count: n}
 	return n
+}
+
+// rowCounted is rowCount's answer for the rows of the tracker's n-th
+// sample in grouping by through filter.
+type rowCounted struct {
+	ok     bool
+	n      uint64
+	by     sample.By
+	filter *regexp.Regexp
+	count  int
 }
 
 // clampTop keeps the rows scrolled past within what there is to scroll:

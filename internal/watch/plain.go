@@ -2,10 +2,12 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/memwho/memwho/internal/report"
@@ -100,6 +102,9 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 		t.AddSampled(&snap, readTimes(s, &snap))
 		buf = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
 		if _, err := w.Write(buf); err != nil {
+			if writeHungUp(opt.Hangup, err) {
+				return nil
+			}
 			return fmt.Errorf("write output: %w", err)
 		}
 		if warn != nil && (i == 0 || snap.Broken > 0 && snap.Broken != broken) {
@@ -202,6 +207,29 @@ func appendChange(dst []byte, d int64) []byte {
 		return report.HumanBytes(dst, uint64(-(d+1))+1)
 	}
 	return append(dst, "0 B"...)
+}
+
+// writeHungUp reports whether a failed write is the hang-up's doing: the
+// hang-up came, or comes within a second of an EIO. A write to the
+// terminal that hung up fails with EIO, and the kernel fails it before
+// it sends SIGHUP: the write after a scan under way at the hang-up
+// ended the watch with status 1 (fifteenth review). An EIO with no
+// hang-up (a failing disk) is the error it is.
+func writeHungUp(hangup <-chan struct{}, err error) bool {
+	if closed(hangup) {
+		return true
+	}
+	if hangup == nil || !errors.Is(err, syscall.EIO) {
+		return false
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-hangup:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // closed reports whether c is closed (never, for nil).

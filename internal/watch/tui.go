@@ -57,7 +57,15 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	// Room for a stop, its continue and a resize while stopped: a
 	// signal that finds the channel full is lost.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT)
+	if !signal.Ignored(syscall.SIGHUP) {
+		// Started with SIGHUP ignored (nohup, trap '' HUP), it stays
+		// ignored: Notify would take it back, and a SIGHUP after the
+		// first frame ended the view while one before it did not
+		// (InterruptibleView leaves it alone). A terminal that really
+		// hangs up fails the reads and writes with EIO, which end it.
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	defer signal.Stop(sigs)
 
 	var (
