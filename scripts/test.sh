@@ -50,10 +50,12 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 echo "== go vet"
 go vet ./...
-# Files built only with a tag: profiling (-tags pprof) and bench.sh's
-# floor inside memwho's binary (-tags floorpad).
+# Files built only with a tag: profiling (-tags pprof), bench.sh's
+# floor inside memwho's binary (-tags floorpad), and the build without
+# the live view (-tags notui), whose tests must build too.
 go vet -tags pprof ./internal/profile ./cmd/memwho
 go vet -tags floorpad ./cmd/memwho
+go vet -tags notui ./internal/watch ./cmd/memwho
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go build (static)"

@@ -432,16 +432,18 @@ func TestReadTimes(t *testing.T) {
 // every grouping's history keeps only the groups of the last snapshot,
 // so a watch that runs for days does not grow with names long gone.
 func TestTrackerForgetsChurningNames(t *testing.T) {
-	m := NewModel(nil, Options{Interval: time.Second})
+	// Every grouping the live view tracks; the Tracker alone, so that
+	// this test builds with -tags notui too.
+	tr := NewTracker(Config{}, sample.ByProgram, sample.ByUser, sample.ByCgroup, sample.ByUnit, sample.BySlice, sample.ByContainer, sample.ByPID)
 	for i := range 300 {
 		var procs []proc
 		for j := range 20 {
 			n := strconv.Itoa(i) + "-" + strconv.Itoa(j)
 			procs = append(procs, proc{pid: 100 + j, name: "churn-" + n, uid: uint32(i*20 + j), cgroup: "/user.slice/u" + n + ".scope", ram: constant(miB)})
 		}
-		m.Add(snapshot(i, time.Second, procs))
+		tr.Add(snapshot(i, time.Second, procs))
 	}
-	for by, v := range m.tr.views {
+	for by, v := range tr.views {
 		if v != nil && len(v.series) > 20 {
 			t.Errorf("grouping %v keeps %d series after 300 snapshots of 20 new names each, want at most 20", sample.By(by), len(v.series))
 		}
