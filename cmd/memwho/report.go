@@ -397,6 +397,10 @@ func tmpfsUsage(procDir string) ([]sample.TmpfsUse, int, error) {
 	timer := time.NewTimer(tmpfsTimeout)
 	defer timer.Stop()
 	seen := make(map[string]bool, len(mounts))
+	// Read once, here: a statfs goroutine the timer left behind may only
+	// start after the caller has gone on (and a test has put the real
+	// statfs back: go test -race).
+	statfs := tmpfsUsed
 	for i, m := range mounts {
 		// A mount point mounted over is listed once: statfs sees the top
 		// mount only. The same tmpfs bind-mounted elsewhere is listed
@@ -406,7 +410,7 @@ func tmpfsUsage(procDir string) ([]sample.TmpfsUse, int, error) {
 		}
 		seen[m] = true
 		go func() {
-			used, err := tmpfsUsed(m)
+			used, err := statfs(m)
 			done <- answer{sample.TmpfsUse{Mount: m, Used: used}, err == nil}
 		}()
 		select {
