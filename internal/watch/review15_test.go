@@ -323,15 +323,13 @@ func TestReview15Property(t *testing.T) {
 	widths := []int{0, 1, 3, 20, 40, 80, 120}
 	for run := range 30 {
 		m := testModel(t, 80, 10, 3, Options{Interval: time.Second})
-		procs := testProcs
 		for step := range 150 {
 			what := fmt.Sprintf("run %d step %d", run, step)
 			switch r := rng.IntN(20); {
 			case r == 0:
 				m, _ = m.Update(SizeMsg{Width: widths[rng.IntN(len(widths))], Height: heights[rng.IntN(len(heights))]})
 			case r == 1:
-				procs = r15Host(rng.IntN(40))
-				*m.snap = *snapshot(100+step, time.Second, procs)
+				*m.snap = *snapshot(100+step, time.Second, r15Host(rng.IntN(40)))
 				m, _ = m.Update(snapshotMsg{started: time.Now()})
 			case r == 2:
 				m, _ = m.Update(term.Paste{Text: "\x1b[6~o"})
