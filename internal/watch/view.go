@@ -390,6 +390,19 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 				case below > 0:
 					name += " (" + strconv.Itoa(below) + " hidden)"
 				}
+				// On a narrow terminal the name column is cut at the
+				// screen's edge (layout keeps it minNameWidth wide),
+				// and the counts with it. The columns left of the name
+				// are blank on this line (no change, rate or trend for
+				// a total): the label takes their room, one space kept,
+				// before it is cut.
+				room := min(nameW, max(m.width, 1)-term.Width(string(buf)))
+				if over := term.Width(name) - room; over > 0 {
+					blank := len(buf) - len(strings.TrimRight(string(buf), " "))
+					take := min(over, max(blank-1, 0))
+					buf = buf[:len(buf)-take]
+					nameW = room + take
+				}
 			} else {
 				name = string(report.Sanitize(nil, r.Key))
 			}

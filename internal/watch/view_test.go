@@ -61,6 +61,8 @@ var goldenCases = []struct {
 	{"scroll_pgdown_80x10", 80, 10, 20, []string{"pgdown"}, false, false},
 	{"scroll_end_80x10", 80, 10, 20, []string{"end"}, false, false},
 	{"scroll_end_up_80x10", 80, 10, 20, []string{"end", "up"}, false, false},
+	{"scroll_down_40x10", 40, 10, 20, []string{"down"}, false, false},
+	{"short_40x10", 40, 10, 20, nil, false, false},
 	{"narrow_40", 40, 20, 20, nil, false, false},
 	{"paused_80", 80, 24, 20, []string{"space"}, false, false},
 	{"help_80", 80, 24, 20, []string{"?"}, false, false},
