@@ -417,17 +417,7 @@ func TestReview15RunHangup(t *testing.T) {
 		waitOutput(t, f, "RAM used")
 		<-s.started
 		close(hangup)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			f.mu.Lock()
-			r := f.restored
-			f.mu.Unlock()
-			if r == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the terminal was not given back while the scan ran")
-			}
-		}
+		waitRestored(t, f, "the terminal was not given back while the scan ran")
 		select {
 		case <-done:
 			t.Fatal("run returned with the scan still running")

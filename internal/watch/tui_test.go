@@ -95,6 +95,24 @@ func waitOutput(t *testing.T, f *fakeTerm, s string) {
 	}
 }
 
+// waitRestored waits (10 s at most, else fails with msg) until f has
+// been restored once: the terminal given back while run still waits,
+// say for a scan.
+func waitRestored(t *testing.T, f *fakeTerm, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		r := f.restored
+		f.mu.Unlock()
+		if r == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+	}
+}
+
 func runAsync(ctx context.Context, f *fakeTerm, m Model) chan error {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, f, m) }()
@@ -258,19 +276,7 @@ func TestRunEndsDuringScan(t *testing.T) {
 	waitOutput(t, f, "RAM used")
 	<-s.started
 	cancel()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f.mu.Lock()
-		r := f.restored
-		f.mu.Unlock()
-		if r == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the terminal was not restored while the scan ran")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitRestored(t, f, "the terminal was not restored while the scan ran")
 	select {
 	case <-done:
 		t.Fatal("run returned with the scan still running")
