@@ -409,25 +409,7 @@ func TestReview15RunKeys(t *testing.T) {
 // after a second), with the context ended at the same time, paused,
 // with the help open, scrolled. Always nil, restored once.
 func TestReview15RunHangup(t *testing.T) {
-	t.Run("during a scan", func(t *testing.T) {
-		hangup := make(chan struct{})
-		f := newFakeTerm()
-		s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
-		done := runAsync(context.Background(), f, NewModel(s, Options{Interval: time.Millisecond, Hangup: hangup}))
-		waitOutput(t, f, "RAM used")
-		<-s.started
-		close(hangup)
-		waitRestored(t, f, "the terminal was not given back while the scan ran")
-		select {
-		case <-done:
-			t.Fatal("run returned with the scan still running")
-		case <-time.After(50 * time.Millisecond):
-		}
-		close(s.release)
-		if err := wait(t, done); err != nil {
-			t.Error(err)
-		}
-	})
+	// During a scan: TestRunEndsDuringScan.
 	t.Run("during a stalled write", func(t *testing.T) {
 		hangup := make(chan struct{})
 		f := newFakeTerm()

@@ -268,23 +268,32 @@ func (s *slowSampler) Scan(snap *sample.Snapshot) error {
 // review4: SIGTERM (the context's end) in the middle of a long scan: the
 // terminal is given back at once, and run returns only once the scan is
 // over (the sampler is closed after it).
+// The same for a hang-up (review 15).
 func TestRunEndsDuringScan(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	f := newFakeTerm()
-	s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
-	done := runAsync(ctx, f, NewModel(s, Options{Interval: time.Millisecond}))
-	waitOutput(t, f, "RAM used")
-	<-s.started
-	cancel()
-	waitRestored(t, f, "the terminal was not restored while the scan ran")
-	select {
-	case <-done:
-		t.Fatal("run returned with the scan still running")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(s.release)
-	if err := wait(t, done); err != nil {
-		t.Error(err)
+	for _, hangup := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		hup := make(chan struct{})
+		f := newFakeTerm()
+		s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
+		done := runAsync(ctx, f, NewModel(s, Options{Interval: time.Millisecond, Hangup: hup}))
+		waitOutput(t, f, "RAM used")
+		<-s.started
+		if hangup {
+			close(hup)
+		} else {
+			cancel()
+		}
+		waitRestored(t, f, "the terminal was not restored while the scan ran")
+		select {
+		case <-done:
+			t.Fatal("run returned with the scan still running")
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(s.release)
+		if err := wait(t, done); err != nil {
+			t.Errorf("hang-up %v: %v", hangup, err)
+		}
+		cancel()
 	}
 }
 
