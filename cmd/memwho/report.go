@@ -132,6 +132,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := cli.Parse(fs, reportUsage(), args, stdout); err != nil {
 		return err
 	}
+	if err := cli.NoEmpty(fs, "p", "pid", "u", "user", "from", "proc", "html", "svg", "cpuprofile", "memprofile"); err != nil {
+		return err
+	}
 	plan, err := f.plan()
 	if err != nil {
 		return err

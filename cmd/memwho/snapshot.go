@@ -44,6 +44,9 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err := cli.Parse(fs, snapshotUsage(), args, stdout); err != nil {
 		return err
 	}
+	if err := cli.NoEmpty(fs, "o", "output", "proc"); err != nil {
+		return err
+	}
 	// The file is opened before the walk, with the user's rights, as a
 	// redirection of the shell would be.
 	var w io.Writer = stdout

@@ -45,6 +45,9 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 	if err := cli.Parse(fs, watchUsage(), args, stdout); err != nil {
 		return err
 	}
+	if err := cli.NoEmpty(fs, "from", "proc"); err != nil {
+		return err
+	}
 	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns, Hangup: hangup}
 	var err error
 	if interval <= 0 {

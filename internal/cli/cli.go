@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 )
@@ -61,6 +62,26 @@ func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) erro
 		return Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// NoEmpty returns a usage error for the first of the named flags that
+// the command line gave an empty value. For these an empty value would
+// mean the flag's absence: every process for -p "$(pgrep app)" when app
+// is not running, a live walk for --from "$UNSET", the snapshot on the
+// terminal for -o "". ps_mem refuses -p '' too.
+func NoEmpty(fs *flag.FlagSet, names ...string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil || f.Value.String() != "" || !slices.Contains(names, f.Name) {
+			return
+		}
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		err = Usagef("%s%s: empty (an unset variable, or a command that printed nothing?)", dash, f.Name)
+	})
+	return err
 }
 
 // EnvName is the environment variable that sets flag name: MEMWHO_ and
