@@ -68,7 +68,7 @@ func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) erro
 // the command line gave an empty value. For these an empty value would
 // mean the flag's absence: every process for -p "$(pgrep app)" when app
 // is not running, a live walk for --from "$UNSET", the snapshot on the
-// terminal for -o "". ps_mem refuses -p ” too.
+// terminal for -o "". ps_mem refuses an empty -p too.
 func NoEmpty(fs *flag.FlagSet, names ...string) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
