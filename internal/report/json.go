@@ -40,7 +40,8 @@ const Schema = "memwho.report/v1"
 //	                     swap_cached_bytes (SwapCached);
 //	                     swap_not_in_process_bytes (swap_used_bytes -
 //	                     process_swap_bytes: shmem/tmpfs swapped out and
-//	                     swap cache; signed); mem_available_source
+//	                     swap-cache slots processes map again; signed;
+//	                     the swap ledger's last line); mem_available_source
 //	                     ("meminfo", or "estimate" /
 //	                     "estimate_no_watermarks" where the kernel gave
 //	                     no MemAvailable and memwho computed it);
@@ -52,7 +53,9 @@ const Schema = "memwho.report/v1"
 //	                     "source", "bytes"} whose bytes sum exactly to
 //	                     mem_total_bytes, every line always present, the
 //	                     last ("not accounted") signed; swap_ledger: the
-//	                     same for swap_total_bytes; tmpfs: tmpfs mounts
+//	                     same for swap_total_bytes (no swap cache line:
+//	                     SwapCached overlaps SwapPss; see
+//	                     swap_cached_bytes); tmpfs: tmpfs mounts
 //	                     as {"mount", "used_bytes"} (statfs; not part
 //	                     of the ledger's sum: their pages may be swapped
 //	                     out or mapped by processes), [] when not read

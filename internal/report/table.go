@@ -301,6 +301,15 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 			}
 			buf = t.ledgerLine(buf, line, mark, i > 0)
 		}
+		if m.SwapCached > 0 {
+			start := len(buf)
+			buf = append(buf, "    also in RAM: swap cache"...)
+			buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
+			buf = t.cell(buf, 0, m.SwapCached, markedWidth)
+			buf = append(buf, "  "...)
+			buf = append(buf, sample.SwapCacheSource...)
+			buf = append(buf, '\n')
+		}
 		buf = t.sysLine(buf, "= total swap", 0, m.SwapTotal, "SwapTotal")
 	}
 	switch m.Available {

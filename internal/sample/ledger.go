@@ -66,8 +66,12 @@ const (
 		"(pages drivers, GPUs and the network stack allocate directly, swap cache no process maps); " +
 		"negative when estimates count shared pages in full"
 	// SwapRemainderSource explains the swap ledger's last line.
-	SwapRemainderSource = "SwapTotal minus the lines above: mostly shmem/tmpfs swapped out, " +
-		"which no host-wide line gives; negative when estimates count shared swap in full"
+	SwapRemainderSource = "SwapTotal minus the lines above: shmem/tmpfs swapped out, which no host-wide line gives, " +
+		"and the slots of swap-cache pages processes map again; negative when estimates count shared swap in full"
+	// SwapCacheSource explains the swap cache shown, not summed, under
+	// the swap ledger's last line.
+	SwapCacheSource = "SwapCached, not summed: pages in RAM that keep their swap slot, in a process's SwapPss " +
+		"while its page table points to the slot, else in the line above"
 )
 
 // HostLedger itemises the host's RAM and swap. host is the sum of every
@@ -112,7 +116,12 @@ func HostLedger(host *Group, m *Meminfo) Ledger {
 
 	swap := []LedgerLine{
 		{"processes: swapped out", "SwapPss of smaps_rollup (Swap without SwapPss; estimates: VmSwap)", capped(host.Swap)},
-		{"swap cache", "SwapCached: pages back in RAM that keep their swap slot", capped(m.SwapCached)},
+		// Not the swap cache: SwapCached overlaps SwapPss (a page
+		// read back by swap-in readahead, or not yet unmapped after
+		// writeback, is both), so a line of it counted those slots
+		// twice and drove the remainder negative (audit, 2026-11-26:
+		// -9.3 MiB with 10 MiB cached). Renderers show it under the
+		// remainder, not summed (SwapCacheSource).
 		{"free swap", "SwapFree", capped(m.SwapFree)},
 	}
 	swap = append(swap, LedgerLine{"not accounted", SwapRemainderSource, remainder(capped(m.SwapTotal), swap)})

@@ -70,8 +70,9 @@ func (m *Meminfo) NotInProcess(processRAM uint64) int64 {
 // SwapNotInProcess is SwapUsed minus the processes' swap, in bytes: swap
 // that no process's SwapPss holds. That is shmem (tmpfs, SysV shm, memfd,
 // shared anonymous) swapped out, which SwapPss leaves out even where a
-// process maps it, and the swap cache (SwapCached), pages back in RAM
-// that keep their swap slot. It can be negative where swap is estimated
+// process maps it, and the slots of swap-cache pages (SwapCached: back
+// in RAM, keeping their slot) that processes map again (those a page
+// table still points to are in SwapPss). It can be negative where swap is estimated
 // (VmSwap, or Swap without SwapPss, counts shared swapped pages once per
 // process).
 func (m *Meminfo) SwapNotInProcess(processSwap uint64) int64 {
