@@ -276,7 +276,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 	var tmp [24]byte
 	buf = append(buf, appendSignedBytes(tmp[:0], l.FreeUsedProcps3)...)
 	buf = append(buf, " (MemTotal - MemFree - Buffers - Cached - SReclaimable)\n"...)
-	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM, "the report's total: the ledger's processes: lines")
+	buf = t.sysLine(buf, "used by processes (PSS)", procMark, procs.RAM, "every process, as the ledger's processes: lines (the table's total is of the rows it shows)")
 	buf = append(buf, '\n')
 	diff := m.NotInProcess(procs.RAM)
 	buf = append(buf, "  "...)
