@@ -62,7 +62,8 @@ var colDefs = [numCols]colDef{
 }
 
 // optionalCols are added, in this order, while the name keeps
-// minNameWidth cells; RAM, Change, MiB/min and the name are always shown.
+// minNameWidth cells; RAM and the name are always shown, and Change and
+// MiB/min while the name keeps narrowNameWidth (layout).
 var optionalCols = [...]colID{colSwap, colConns, colLeak, colTrend, colProcs, colPrivate, colShared}
 
 // columnSortOrder is the order the left and right keys step through.
@@ -70,18 +71,32 @@ var columnSortOrder = [...]SortKey{SortPrivate, SortShared, SortRAM, SortSwap, S
 
 const minNameWidth = 16
 
+// narrowNameWidth is the least the name keeps on a narrow terminal
+// before Change and MiB/min give way: below it the name, cut at the
+// screen's edge, no longer told rows apart (a by-pid row lost its PID).
+const narrowNameWidth = 12
+
 // headerLines is the number of lines above the rows (title, totals,
 // status, column titles); one more, the total, is below them.
 const headerLines = 4
 
 // layout chooses the columns for a width: shown[c] says whether column c
 // is on screen, and nameWidth is what the name column gets.
-func layout(width int, by sample.By, conns bool) (shown [numCols]bool, nameWidth int) {
+func layout(width int, by sample.By, conns bool, sortKey SortKey) (shown [numCols]bool, nameWidth int) {
 	used := 0
 	add := func(c colID) { shown[c] = true; used += colDefs[c].width + 1 }
 	add(colRAM)
-	add(colChange)
-	add(colRate)
+	// Change and MiB/min, the column sorted by first, while the name
+	// keeps narrowNameWidth cells.
+	pair := [2]colID{colChange, colRate}
+	if sortKey == SortRate {
+		pair = [2]colID{colRate, colChange}
+	}
+	for _, c := range pair {
+		if used+colDefs[c].width+1+narrowNameWidth <= width {
+			add(c)
+		}
+	}
 	for _, c := range optionalCols {
 		if c == colProcs && by == sample.ByPID {
 			continue // one process per group: the count says nothing
@@ -94,7 +109,7 @@ func layout(width int, by sample.By, conns bool) (shown [numCols]bool, nameWidth
 		}
 	}
 	shown[colName] = true
-	return shown, max(width-used, minNameWidth)
+	return shown, max(width-used, 1)
 }
 
 // styles holds the emphasis of the screen, each the SGR sequence that
@@ -148,7 +163,7 @@ func (m Model) screen() string {
 	SortRows(rows, m.sortKey, m.desc)
 	lines = append(lines, m.statusLine(len(rows), len(all)))
 
-	shown, nameW := layout(w, m.by, m.opt.Conns)
+	shown, nameW := layout(w, m.by, m.opt.Conns, m.sortKey)
 	lines = append(lines, m.columnTitles(shown, nameW))
 	room := max(h-headerLines-1, 0)
 	// The rows scrolled past (m.top) and those below the screen. A
@@ -405,6 +420,9 @@ func (m Model) row(buf []byte, r *Row, shown [numCols]bool, nameW int, isTotal b
 				}
 			} else {
 				name = string(report.Sanitize(nil, r.Key))
+				if m.by == sample.ByPID {
+					name = cutKeepingPID(name, nameW)
+				}
 			}
 			if term.Width(name) > nameW {
 				name = term.Truncate(name, nameW, "…")
@@ -497,4 +515,30 @@ func (m Model) helpLines() []string {
 		"            slope ≥ " + strconv.FormatFloat(c.LeakMinRate*60/miB, 'f', -1, 64) + " MiB/min, ≥ " + strconv.Itoa(int(c.LeakMonotone*100+0.5)) + "% of steps not down, no step",
 		"            over " + strconv.Itoa(int(c.LeakMaxStep*100+0.5)) + "% of the growth",
 	}
+}
+
+// cutKeepingPID cuts a by-pid key, "NAME [PID]", to width cells by
+// cutting the name and keeping " [PID]": the PID is what tells two
+// processes of one name apart (htop and top never cut it). A key that
+// does not end so, or a width too narrow for the PID and a cell of
+// name, is returned as it is, for the caller to cut.
+func cutKeepingPID(key string, width int) string {
+	if term.Width(key) <= width {
+		return key
+	}
+	i := strings.LastIndex(key, " [")
+	if i < 0 || !strings.HasSuffix(key, "]") {
+		return key
+	}
+	for _, c := range key[i+2 : len(key)-1] {
+		if c < '0' || c > '9' {
+			return key
+		}
+	}
+	pid := key[i:]
+	room := width - len(pid)
+	if room < 2 {
+		return key
+	}
+	return term.Truncate(key[:i], room, "…") + pid
 }
