@@ -129,7 +129,9 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		return watch.RunTUI(ctx, s, opt)
 	}
 	privileged := hintPrivileged(from, fromAgent)
-	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot) { report.Warn(stderr, snap, snap.Procs, nil, fast, privileged) })
+	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot, shown []sample.Group) {
+		report.Warn(stderr, snap, snap.Procs, shown, fast, privileged)
+	})
 }
 
 // agentSampler gives watch the agent's latest snapshot at each refresh.

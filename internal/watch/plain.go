@@ -64,9 +64,10 @@ type Options struct {
 // opt.Count snapshots, or nil when ctx is cancelled or opt.Hangup closed.
 //
 // warn, when not nil, is called with the first snapshot once it is
-// written, for the caller's warnings about estimates, and with every later
+// written, and the groups its table showed (the filter's), for the
+// caller's warnings about estimates among them, and with every later
 // one that skipped a different, non-zero number of processes.
-func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot)) error {
+func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn func(*sample.Snapshot, []sample.Group)) error {
 	t := NewTracker(opt.Config, opt.By)
 	t.SetContainers(opt.Containers)
 	var (
@@ -100,7 +101,8 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 			return fmt.Errorf("scan: %w", err)
 		}
 		t.AddSampled(&snap, readTimes(s, &snap))
-		buf = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
+		var shown []sample.Group
+		buf, shown = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
 		if _, err := w.Write(buf); err != nil {
 			if writeHungUp(opt.Hangup, err) {
 				return nil
@@ -111,7 +113,7 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 			// After the table, as the report does; again whenever a
 			// snapshot leaves out a different number of processes,
 			// whose memory its totals then miss.
-			warn(&snap)
+			warn(&snap, shown)
 		}
 		broken = snap.Broken
 	}
@@ -119,7 +121,7 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 }
 
 // plainSnapshot renders one snapshot of RunPlain into buf.
-func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, sep bool) []byte {
+func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, sep bool) ([]byte, []sample.Group) {
 	if sep {
 		buf = append(buf, '\n')
 	}
@@ -173,7 +175,7 @@ func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, s
 		buf = r.Since.In(snap.Time.Location()).AppendFormat(buf, time.TimeOnly)
 		buf = append(buf, '\n')
 	}
-	return buf
+	return buf, groups
 }
 
 type byteWriter struct{ b []byte }

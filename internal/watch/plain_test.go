@@ -37,7 +37,7 @@ func TestRunPlain(t *testing.T) {
 	warned := 0
 	err := RunPlain(context.Background(), &out, &seqSampler{procs: procs}, Options{
 		Interval: time.Millisecond, Count: 12, Filter: regexp.MustCompile("."),
-	}, func(*sample.Snapshot) { warned++ })
+	}, func(*sample.Snapshot, []sample.Group) { warned++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRunPlainStops(t *testing.T) {
 	var out bytes.Buffer
 	first := make(chan struct{})
 	go func() {
-		done <- RunPlain(ctx, &out, s, Options{Interval: time.Hour}, func(*sample.Snapshot) { close(first) })
+		done <- RunPlain(ctx, &out, s, Options{Interval: time.Hour}, func(*sample.Snapshot, []sample.Group) { close(first) })
 	}()
 	<-first
 	cancel()
@@ -111,7 +111,7 @@ func TestRunPlainWarnsSkipped(t *testing.T) {
 	var warned []int
 	var out bytes.Buffer
 	err := RunPlain(context.Background(), &out, s, Options{Interval: time.Millisecond, Count: len(s.broken)},
-		func(snap *sample.Snapshot) { warned = append(warned, snap.Broken) })
+		func(snap *sample.Snapshot, _ []sample.Group) { warned = append(warned, snap.Broken) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestRunPlainHangup(t *testing.T) {
 	var out bytes.Buffer
 	first := make(chan struct{})
 	go func() {
-		done <- RunPlain(context.Background(), &out, s, Options{Interval: time.Hour, Hangup: hangup}, func(*sample.Snapshot) { close(first) })
+		done <- RunPlain(context.Background(), &out, s, Options{Interval: time.Hour, Hangup: hangup}, func(*sample.Snapshot, []sample.Group) { close(first) })
 	}()
 	<-first
 	close(hangup)

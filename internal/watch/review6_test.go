@@ -33,7 +33,7 @@ func TestReview6RunPlainWarnings(t *testing.T) {
 			var out bytes.Buffer
 			tables := 0
 			err := RunPlain(context.Background(), &out, s, Options{Interval: time.Millisecond, Count: len(tc.broken)},
-				func(snap *sample.Snapshot) {
+				func(snap *sample.Snapshot, _ []sample.Group) {
 					// After this snapshot's table: as many tables
 					// written as warnings plus those not warned.
 					tables = bytes.Count(out.Bytes(), []byte("total"))
