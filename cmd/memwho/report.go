@@ -255,10 +255,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		KeyHeader: report.KeyHeader(plan.By),
 		ShowCount: plan.By != sample.ByPID,
 		Fast:      f.fast && !fromAgent,
-		// The scan had the capabilities, or the agent (root) made
-		// the snapshot: a refused walk is then a boundary no
-		// capability crosses, and the hint says so.
-		Privileged: hintPrivileged(f.from, fromAgent),
+		// Who scanned: this run (with or without the capabilities),
+		// the agent (root), or whoever took a snapshot file.
+		Scanner: scanner(f.from, fromAgent),
 		Color:      report.UseColor(stdout),
 		System:     f.system,
 		Host:       &host,
@@ -434,12 +433,19 @@ var tmpfsTimeout = 2 * time.Second
 // tmpfsUsed is proc.TmpfsUsed; tests replace it with one that hangs.
 var tmpfsUsed = proc.TmpfsUsed
 
-// hintPrivileged says whether the scan behind the figures had
-// CAP_SYS_PTRACE, for the hint after refused walks: this run's own
-// (the privileged install), or the agent's (root) when its figures were
-// fetched from its socket. A snapshot file (--from) is never the agent:
-// watch compared its source line with "from memwho-agent", which
-// "--from memwho-agent", a file of that name, matched too (review7).
-func hintPrivileged(from string, fromAgent bool) bool {
-	return privilege.Elevated() || from == "" && fromAgent
+// scanner says who walked /proc for the figures, for the hint after
+// refused walks: whoever took a snapshot file (--from), whoever reads
+// it; the agent (root) when its figures were fetched from its socket;
+// else this run, with the capabilities (the privileged install) or
+// without. A snapshot file is never the agent: watch compared its
+// source line with "from memwho-agent", which "--from memwho-agent", a
+// file of that name, matched too (review7).
+func scanner(from string, fromAgent bool) report.Scanner {
+	switch {
+	case from != "":
+		return report.ScannerFile
+	case privilege.Elevated() || fromAgent:
+		return report.ScannerPrivileged
+	}
+	return report.ScannerSelf
 }

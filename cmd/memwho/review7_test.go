@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
 )
@@ -19,21 +20,26 @@ import (
 // compared its source line with "from memwho-agent", so `watch --from
 // memwho-agent` (a file of that name) got the agent's hint.
 func TestReview7HintPrivileged(t *testing.T) {
-	el := privilege.Elevated()
+	self := report.ScannerSelf
+	if privilege.Elevated() {
+		self = report.ScannerPrivileged
+	}
 	for _, tc := range []struct {
 		from      string
 		fromAgent bool
-		want      bool
+		want      report.Scanner
 	}{
-		{"", false, el},
-		{"", true, true},
-		{"memwho-agent", false, el},
-		{"memwho-agent", true, el}, // report sets fromAgent for a file
-		{"./memwho-agent", false, el},
-		{"from memwho-agent", false, el},
+		{"", false, self},
+		{"", true, report.ScannerPrivileged},
+		// A file is its taker's, whatever it is called (and since the
+		// audit of 2026-11-26, whoever reads it).
+		{"memwho-agent", false, report.ScannerFile},
+		{"memwho-agent", true, report.ScannerFile}, // report sets fromAgent for a file
+		{"./memwho-agent", false, report.ScannerFile},
+		{"from memwho-agent", false, report.ScannerFile},
 	} {
-		if got := hintPrivileged(tc.from, tc.fromAgent); got != tc.want {
-			t.Errorf("hintPrivileged(%q, %v) = %v, want %v", tc.from, tc.fromAgent, got, tc.want)
+		if got := scanner(tc.from, tc.fromAgent); got != tc.want {
+			t.Errorf("scanner(%q, %v) = %v, want %v", tc.from, tc.fromAgent, got, tc.want)
 		}
 	}
 }
@@ -78,6 +84,11 @@ func TestReview7FromFileWarns(t *testing.T) {
 		}
 		if os.Geteuid() != 0 && !privilege.Elevated() && strings.Contains(stderr.String(), "even with CAP_SYS_PTRACE") {
 			t.Errorf("%s: a user's own file got the agent's hint:\n%s", name, stderr.String())
+		}
+		// Whoever reads it: the file's taker was refused (audit,
+		// 2026-11-26: root was told "even root may not").
+		if !strings.Contains(stderr.String(), "whoever took it could not walk these processes") || strings.Contains(stderr.String(), "even root") {
+			t.Errorf("%s: not the file's hint:\n%s", name, stderr.String())
 		}
 	}
 }

@@ -128,9 +128,9 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		opt.Color = report.UseColor(stdout)
 		return watch.RunTUI(ctx, s, opt)
 	}
-	privileged := hintPrivileged(from, fromAgent)
+	who := scanner(from, fromAgent)
 	return watch.RunPlain(ctx, stdout, s, opt, func(snap *sample.Snapshot, shown []sample.Group) {
-		report.Warn(stderr, snap, snap.Procs, shown, fast, privileged)
+		report.Warn(stderr, snap, snap.Procs, shown, fast, who)
 	})
 }
 

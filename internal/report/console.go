@@ -60,14 +60,30 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// Scanner is who walked /proc for the figures shown.
+type Scanner uint8
+
+const (
+	// ScannerSelf is this run without CAP_SYS_PTRACE (root's effective
+	// uid aside): the hint suggests root or the capability.
+	ScannerSelf Scanner = iota
+	// ScannerPrivileged is this run with the capability (the
+	// privileged install), or the agent (root) whose snapshot was
+	// fetched: a refused walk crossed a boundary no capability crosses
+	// (another user namespace, a security module).
+	ScannerPrivileged
+	// ScannerFile is whoever took a snapshot file (--from).
+	ScannerFile
+)
+
 // Warn writes to stderr, once each, what made the figures shown less
 // than exact. It counts the processes of the groups shown (after -p, -u,
 // --filter and --top), not every process scanned: a warning about rows
 // the user filtered away would only confuse. procs are the processes
 // that passed -p and -u, groups the rows; nil groups means every one of
-// procs is shown. privileged says the scan had CAP_SYS_PTRACE (see
-// Options.Privileged); root's effective uid counts as such too.
-func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast, privileged bool) {
+// procs is shown. by says who scanned: the hint after refused walks
+// depends on it.
+func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, groups []sample.Group, fast bool, by Scanner) {
 	// The PIDs shown, sorted: a slice sized once rather than a map (a
 	// report's memory is everything it ever allocated).
 	var shown []int
@@ -104,11 +120,16 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 		fmt.Fprintf(stderr, "memwho: warning: %d of %d processes are RSS-based estimates (permission denied for smaps_rollup)\n",
 			denied, len(shown))
 		switch {
+		case by == ScannerFile:
+			// Whoever took the snapshot was refused: who reads the
+			// file changes nothing (the audit of 2026-11-26 found
+			// root told "even root may not", a user "run as root").
+			fmt.Fprintln(stderr, "memwho: hint: the snapshot file's figures: whoever took it could not walk these processes; take it as root, or with memwho's privileged install, for exact figures")
 		case os.Geteuid() == 0:
 			// Root is refused only across a boundary: a process in
 			// another user namespace, or one a security module guards.
 			fmt.Fprintln(stderr, "memwho: hint: even root may not walk these processes (another user namespace or a security module); their figures stay estimates")
-		case privileged:
+		case by == ScannerPrivileged:
 			// The privileged install is refused only there too.
 			fmt.Fprintln(stderr, "memwho: hint: even with CAP_SYS_PTRACE memwho may not walk these processes (another user namespace or a security module); their figures stay estimates")
 		default:

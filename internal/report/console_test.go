@@ -28,7 +28,7 @@ func TestWarnCountsShown(t *testing.T) {
 		{[]sample.Group{{PIDs: []int{3}}}, ""},
 	} {
 		var b bytes.Buffer
-		Warn(&b, snap, procs, tc.groups, false, false)
+		Warn(&b, snap, procs, tc.groups, false, ScannerSelf)
 		if tc.want == "" && b.Len() != 0 || !strings.Contains(b.String(), tc.want) {
 			t.Errorf("groups %v: warning %q, want %q", tc.groups, b.String(), tc.want)
 		}
@@ -46,16 +46,29 @@ func TestWarnHintPrivileged(t *testing.T) {
 	procs := []sample.Process{{PID: 1, Accuracy: sample.Estimate, Cause: sample.CauseDenied}}
 	snap := &sample.Snapshot{Procs: procs, Denied: 1}
 	for _, tc := range []struct {
-		privileged bool
-		want, not  string
+		by        Scanner
+		want, not string
 	}{
-		{false, "install memwho with CAP_SYS_PTRACE", "even with"},
-		{true, "even with CAP_SYS_PTRACE memwho may not walk these processes", "install memwho"},
+		{ScannerSelf, "install memwho with CAP_SYS_PTRACE", "even with"},
+		{ScannerPrivileged, "even with CAP_SYS_PTRACE memwho may not walk these processes", "install memwho"},
+		{ScannerFile, "whoever took it could not walk these processes", "even"},
 	} {
 		var b bytes.Buffer
-		Warn(&b, snap, procs, nil, false, tc.privileged)
+		Warn(&b, snap, procs, nil, false, tc.by)
 		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) {
-			t.Errorf("privileged %v: %q, want %q and not %q", tc.privileged, b.String(), tc.want, tc.not)
+			t.Errorf("scanner %v: %q, want %q and not %q", tc.by, b.String(), tc.want, tc.not)
 		}
+	}
+}
+
+// TestWarnHintFile: a snapshot file's refused walks were its taker's:
+// root reading it is not told "even root may not" (audit, 2026-11-26).
+func TestWarnHintFile(t *testing.T) {
+	procs := []sample.Process{{PID: 1, Accuracy: sample.Estimate, Cause: sample.CauseDenied}}
+	snap := &sample.Snapshot{Procs: procs, Denied: 1}
+	var b bytes.Buffer
+	Warn(&b, snap, procs, nil, false, ScannerFile)
+	if got := b.String(); !strings.Contains(got, "the snapshot file's figures: whoever took it could not walk") || strings.Contains(got, "even root") || strings.Contains(got, "run as root") {
+		t.Errorf("hint for a file: %q", got)
 	}
 }

@@ -40,11 +40,9 @@ type Options struct {
 	// legend then gives that, not a permission problem, as the reason for
 	// estimates.
 	Fast bool
-	// Privileged says the scan ran with CAP_SYS_PTRACE (root, or the
-	// privileged install): a refused walk then crossed a boundary no
-	// capability crosses (another user namespace, a security module),
-	// and the hint does not suggest the capability the scan had.
-	Privileged bool
+	// Scanner says who walked /proc for the figures, for the hint
+	// after refused walks (Warn).
+	Scanner Scanner
 	// Color dims the estimate markers in the table. The caller decides
 	// (NO_COLOR, isatty); JSON and CSV ignore it.
 	Color bool

@@ -22,7 +22,7 @@ const (
 
 // Write renders groups and their total in format to w, built in memory
 // and written at once, and then writes the warnings about estimates to
-// stderr (Warn, with opt.Fast and opt.Privileged). procs are the processes the groups were
+// stderr (Warn, with opt.Fast and opt.Scanner). procs are the processes the groups were
 // made of (after -p and -u).
 func Write(w, stderr io.Writer, format Format, groups []sample.Group, total sample.Group, procs []sample.Process, snap *sample.Snapshot, opt Options) error {
 	var err error
@@ -39,7 +39,7 @@ func Write(w, stderr io.Writer, format Format, groups []sample.Group, total samp
 	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	Warn(stderr, snap, procs, groups, opt.Fast, opt.Privileged)
+	Warn(stderr, snap, procs, groups, opt.Fast, opt.Scanner)
 	return nil
 }
 
