@@ -257,14 +257,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Fast:      f.fast && !fromAgent,
 		// Who scanned: this run (with or without the capabilities),
 		// the agent (root), or whoever took a snapshot file.
-		Scanner: scanner(f.from, fromAgent),
-		Color:      report.UseColor(stdout),
-		System:     f.system,
-		Host:       &host,
-		Conns:      snap.ConnsOK && f.conns,
-		Split:      f.split,
-		Tmpfs:      tmpfs,
-		TmpfsMore:  tmpfsMore,
+		Scanner:   scanner(f.from, fromAgent),
+		Color:     report.UseColor(stdout),
+		System:    f.system,
+		Host:      &host,
+		Conns:     snap.ConnsOK && f.conns,
+		Split:     f.split,
+		Tmpfs:     tmpfs,
+		TmpfsMore: tmpfsMore,
 	}
 	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
 		return err
