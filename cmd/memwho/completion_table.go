@@ -133,5 +133,5 @@ var completionCommands = []completion.Command{
 	}},
 	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish", Flags: []completion.Flag{}},
 	{Name: "version", Summary: "print the version", Flags: []completion.Flag{}},
-	{Name: "help", Summary: "print this help", Flags: []completion.Flag{}},
+	{Name: "help", Summary: "print this help; help COMMAND prints that command's", Flags: []completion.Flag{}},
 }

@@ -43,7 +43,7 @@ var commandList = []cli.Command{
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)"},
 	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish"},
 	{Name: "version", Summary: "print the version"},
-	{Name: "help", Summary: "print this help"},
+	{Name: "help", Summary: "print this help; help COMMAND prints that command's"},
 }
 
 // usageTexts are the commands' --help texts, kept as text files so that
@@ -101,13 +101,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "completion":
 			err = runCompletion(rest, stdout)
 		case "help":
-			fmt.Fprint(stdout, reportUsage())
-			cli.PrintCommands(stdout, commandList)
+			err = runHelp(rest, stdout)
 		default:
 			err = cli.Usagef("unknown command %q", name)
 		}
 	}
 	return privilege.Exit(err, stderr)
+}
+
+// runHelp is "memwho help [COMMAND]": the report's usage and the
+// commands, or one command's usage (it ignored the command and printed
+// the report's: audit, 2026-11-26).
+func runHelp(args []string, stdout io.Writer) error {
+	if len(args) > 1 {
+		return cli.Usagef("help takes one command, not %d words", len(args))
+	}
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
+	}
+	switch name {
+	case "", "help", "version":
+		fmt.Fprint(stdout, reportUsage())
+		cli.PrintCommands(stdout, commandList)
+	case "report", "watch", "snapshot", "diff", "completion":
+		fmt.Fprint(stdout, usage(name))
+	case "serve", "record", "leaks", "export":
+		// memwho-agent's own --help, run as any of these is.
+		return runAgent(name, []string{"--help"})
+	default:
+		return cli.Usagef("help: unknown command %q", name)
+	}
+	return nil
 }
 
 // buildVersion is what "memwho --version" prints (cli.Version).
