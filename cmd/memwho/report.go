@@ -135,6 +135,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := cli.NoEmpty(fs, "p", "pid", "u", "user", "from", "proc", "html", "svg", "cpuprofile", "memprofile"); err != nil {
 		return err
 	}
+	if err := excludesFrom(fs); err != nil {
+		return err
+	}
+	for _, t := range []string{"t", "total"} {
+		if err := cli.Excludes(fs, t, "it prints one number", "system"); err != nil {
+			return err
+		}
+	}
 	plan, err := f.plan()
 	if err != nil {
 		return err
@@ -432,6 +440,15 @@ var tmpfsTimeout = 2 * time.Second
 
 // tmpfsUsed is proc.TmpfsUsed; tests replace it with one that hangs.
 var tmpfsUsed = proc.TmpfsUsed
+
+// excludesFrom refuses, with --from FILE, the flags that choose what
+// is read from /proc and how: they were silently ignored, the file
+// shown. Those of the agent's lookup (--fresh, --agent-socket,
+// --max-age) are left alone: no agent is asked, and an alias that
+// always passes --fresh still reads files.
+func excludesFrom(fs *flag.FlagSet) error {
+	return cli.Excludes(fs, "from", "the file's figures are shown, nothing is read from /proc", "proc", "fast")
+}
 
 // scanner says who walked /proc for the figures, for the hint after
 // refused walks: whoever took a snapshot file (--from), whoever reads

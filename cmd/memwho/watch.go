@@ -48,6 +48,9 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 	if err := cli.NoEmpty(fs, "from", "proc"); err != nil {
 		return err
 	}
+	if err := excludesFrom(fs); err != nil {
+		return err
+	}
 	opt := watch.Options{Interval: interval, Count: count, Fast: fast, Conns: conns, Hangup: hangup}
 	var err error
 	if interval <= 0 {

@@ -75,13 +75,40 @@ func NoEmpty(fs *flag.FlagSet, names ...string) error {
 		if err != nil || f.Value.String() != "" || !slices.Contains(names, f.Name) {
 			return
 		}
-		dash := "--"
-		if len(f.Name) == 1 {
-			dash = "-"
-		}
-		err = Usagef("%s%s: empty (an unset variable, or a command that printed nothing?)", dash, f.Name)
+		err = Usagef("%s: empty (an unset variable, or a command that printed nothing?)", dashed(f.Name))
 	})
 	return err
+}
+
+// Excludes returns a usage error when flag name was given together with
+// any of others (each a flag's name as fs knows it), for a flag whose
+// meaning leaves the others nothing to do: they were silently ignored
+// (memwho --from FILE --proc DIR showed the file; -t --system dropped
+// the ledger).
+// why, when not empty, says why.
+func Excludes(fs *flag.FlagSet, name, why string, others ...string) error {
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set[name] {
+		return nil
+	}
+	for _, o := range others {
+		if set[o] {
+			if why != "" {
+				return Usagef("%s excludes %s: %s", dashed(name), dashed(o), why)
+			}
+			return Usagef("%s excludes %s", dashed(name), dashed(o))
+		}
+	}
+	return nil
+}
+
+// dashed is a flag's name as a user types it: -p, --from.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // EnvName is the environment variable that sets flag name: MEMWHO_ and
