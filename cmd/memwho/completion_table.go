@@ -9,12 +9,12 @@ import "github.com/memwho/memwho/internal/completion"
 var completionCommands = []completion.Command{
 	{Name: "report", Summary: "who uses RAM and swap now (the default)", Flags: []completion.Flag{
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), pid, user, cgroup, unit (systemd service or scope), slice or container (by name; processes outside any are \"host\")"},
-		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
+		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax), the name as it is, not as printed: \\x1b in REGEX for an ESC"},
 		{Names: []string{"-p", "--pid"}, Arg: "PIDS", Help: "only these processes (comma-separated)"},
 		{Names: []string{"-u", "--user"}, Arg: "USER", Help: "only processes of USER (name or uid)"},
 		{Names: []string{"--sort"}, Arg: "COL", Help: "ram (default), private, shared, swap, count or name"},
 		{Names: []string{"--reverse"}, Arg: "", Help: "largest first"},
-		{Names: []string{"--top"}, Arg: "N", Help: "keep the N largest groups by the sort column"},
+		{Names: []string{"--top"}, Arg: "N", Help: "keep the N largest groups by the sort column (names: the last N; ties by name); 0, the default, keeps all"},
 		{Names: []string{"-t", "--total"}, Arg: "", Help: "print only the total RAM used, in bytes"},
 		{Names: []string{"-S", "--swap"}, Arg: "", Help: "accepted for ps_mem compatibility: swap is always shown"},
 		{Names: []string{"--system"}, Arg: "", Help: "add the host ledger: RAM and swap itemised from /proc/meminfo (and zram's mm_stat) so that the lines add up to MemTotal and SwapTotal, each with its source"},
@@ -38,7 +38,7 @@ var completionCommands = []completion.Command{
 	{Name: "watch", Summary: "live view of who uses RAM and swap, with growth and leak suspects", Flags: []completion.Flag{
 		{Names: []string{"-n", "--interval"}, Arg: "D", Help: "time between refreshes: seconds as in watch(1) and top (2, 0.5) or a duration (500ms, 1m); default 2"},
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), user, cgroup, unit, slice, container or pid"},
-		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax)"},
+		{Names: []string{"--filter"}, Arg: "REGEX", Help: "keep groups whose name matches REGEX (Go syntax), the name as it is, not as printed: \\x1b in REGEX for an ESC"},
 		{Names: []string{"--sort"}, Arg: "COL", Help: "ram (default), private, shared, swap, count, name, change, rate or conns"},
 		{Names: []string{"--count"}, Arg: "N", Help: "exit after N refreshes (default: run until q or ^C)"},
 		{Names: []string{"--plain"}, Arg: "", Help: "print plain snapshots even on a terminal"},
