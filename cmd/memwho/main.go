@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 
@@ -104,6 +105,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = runHelp(rest, stdout)
 		default:
 			err = cli.Usagef("unknown command %q", name)
+		}
+	}
+	// A usage error of a subcommand points to its own --help.
+	var ue *cli.UsageError
+	if errors.As(err, &ue) && ue.Command == "" {
+		switch name {
+		case "watch", "snapshot", "diff", "completion":
+			ue.Command = name
 		}
 	}
 	return privilege.Exit(err, stderr)

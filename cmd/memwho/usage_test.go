@@ -51,7 +51,12 @@ func TestUsageErrorOneLine(t *testing.T) {
 				t.Errorf("exit %d, want %d", code, cli.ExitUsage)
 			}
 			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-			if len(lines) != 2 || !strings.HasPrefix(lines[0], "memwho: error: ") || lines[1] != "memwho: hint: see 'memwho --help'" {
+			// The hint names the subcommand's own --help.
+			hint := "memwho: hint: see 'memwho --help'"
+			if args[0] == "watch" {
+				hint = "memwho: hint: see 'memwho watch --help'"
+			}
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "memwho: error: ") || lines[1] != hint {
 				t.Errorf("stderr is not one error line and the hint:\n%s", stderr.String())
 			}
 			if stdout.Len() != 0 || strings.Contains(stderr.String(), "Usage:") {

@@ -24,13 +24,57 @@ import (
 
 // UsageError is a mistake on the command line: the command exits with
 // code 2 and a hint to read the help.
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string
+	// Command, when set, is the subcommand whose --help the hint names
+	// ("watch": memwho watch --help); else memwho --help, the report's.
+	Command string
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
 // Usagef returns a UsageError with a formatted message.
 func Usagef(format string, args ...any) error {
-	return &UsageError{fmt.Sprintf(format, args...)}
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// flagError rewords the flag package's errors as memwho's others read:
+// the flag as it is typed (--top, not -top) first, then what is wrong.
+// "flag provided but not defined: -bogus" becomes "unknown flag
+// --bogus", "invalid value "abc" for flag -top: parse error" becomes
+// "--top: invalid value "abc"". Anything else is left as it is.
+func flagError(msg string) string {
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashed(name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return dashed(name) + ": needs a value"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		// invalid value "V" for flag -NAME: REASON
+		if i := strings.Index(rest, " for flag -"); i > 0 {
+			value, tail := rest[:i], rest[i+len(" for flag -"):]
+			name, reason, _ := strings.Cut(tail, ": ")
+			switch reason {
+			case "parse error":
+				reason = "not a number"
+			case "value out of range":
+				reason = "out of range"
+			}
+			if reason == "" {
+				return dashed(name) + ": invalid value " + value
+			}
+			return dashed(name) + ": invalid value " + value + ": " + reason
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		// invalid boolean value "V" for -NAME: REASON
+		if i := strings.Index(rest, " for -"); i > 0 {
+			name, _, _ := strings.Cut(rest[i+len(" for -"):], ": ")
+			return dashed(name) + ": invalid value " + rest[:i] + ": want true or false (or the flag alone)"
+		}
+	}
+	return msg
 }
 
 // ErrHelp is --help: the usage was printed to standard output, and the
@@ -56,7 +100,7 @@ func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) erro
 			fmt.Fprint(stdout, usage)
 			return ErrHelp
 		}
-		return &UsageError{err.Error()}
+		return &UsageError{Msg: flagError(err.Error())}
 	}
 	if fs.NArg() > 0 {
 		return Usagef("unexpected argument %q", fs.Arg(0))
@@ -360,7 +404,7 @@ func ParseArgs(fs *flag.FlagSet, usage string, args []string, stdout io.Writer, 
 			fmt.Fprint(stdout, usage)
 			return nil, ErrHelp
 		}
-		return nil, &UsageError{err.Error()}
+		return nil, &UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() != n {
 		return nil, Usagef("want %s (flags first), got %d argument(s)", what, fs.NArg())

@@ -22,7 +22,11 @@ func Exit(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "memwho: error: %s\n", OneLine(err.Error()))
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "memwho: hint: see 'memwho --help'")
+		if ue.Command != "" {
+			fmt.Fprintf(stderr, "memwho: hint: see 'memwho %s --help'\n", ue.Command)
+		} else {
+			fmt.Fprintln(stderr, "memwho: hint: see 'memwho --help'")
+		}
 		return ExitUsage
 	}
 	return ExitFailure

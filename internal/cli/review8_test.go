@@ -208,3 +208,25 @@ func unignore(sigs ...os.Signal) {
 	signal.Notify(c, sigs...)
 	signal.Stop(c)
 }
+
+// TestFlagError: the flag package's errors reworded as memwho's others
+// read (audit, 2026-11-26: "flag provided but not defined: -bogus",
+// "invalid value "abc" for flag -top: parse error").
+func TestFlagError(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"flag provided but not defined: -bogus", "unknown flag --bogus"},
+		{"flag provided but not defined: -x", "unknown flag -x"},
+		{"flag needs an argument: -by", "--by: needs a value"},
+		{`invalid value "abc" for flag -top: parse error`, `--top: invalid value "abc": not a number`},
+		{`invalid value "9999999999999999999999" for flag -top: value out of range`, `--top: invalid value "9999999999999999999999": out of range`},
+		{`invalid value "0" for flag -interval: want a positive number`, `--interval: invalid value "0": want a positive number`},
+		{`invalid value "x: y" for flag -n: bad`, `-n: invalid value "x: y": bad`},
+		{`invalid boolean value "maybe" for -json: parse error`, `--json: invalid value "maybe": want true or false (or the flag alone)`},
+		{"bad flag syntax: ---x", "bad flag syntax: ---x"},
+		{"something else", "something else"},
+	} {
+		if got := flagError(tc.in); got != tc.want {
+			t.Errorf("flagError(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
