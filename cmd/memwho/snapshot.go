@@ -131,7 +131,7 @@ func readSnapshotFile(path string, stderr io.Writer) (*sample.Snapshot, error) {
 	snap := new(sample.Snapshot)
 	taken, err := snapshot.ReadFile(f, snap)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("--from: %s: %w", path, err)
 	}
 	fmt.Fprintf(stderr, "memwho: figures from %s, taken %s\n", cli.OneLine(path), taken.Format(time.RFC3339))
 	return snap, nil
