@@ -110,12 +110,18 @@ func signedPlus(dst []byte, v int64) []byte {
 	return appendSignedBytes(dst, v)
 }
 
-// DiffJSON writes the changes as one JSON object: the two sides, the
-// grouping, and per key the kind of change and the RAM, swap (bytes) and
-// process counts before and after.
+// DiffSchema is the value of the "schema" member of diff's JSON, as
+// Schema is the report's.
+const DiffSchema = "memwho.diff/v1"
+
+// DiffJSON writes the changes as one JSON object: its schema
+// (DiffSchema), the two sides, the grouping, and per key the kind of
+// change and the RAM, swap (bytes) and process counts before and after.
 func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by string) error {
 	buf := make([]byte, 0, 4096)
-	buf = append(buf, `{"by":`...)
+	buf = append(buf, `{"schema":"`...)
+	buf = append(buf, DiffSchema...)
+	buf = append(buf, `","by":`...)
 	buf = AppendJSONString(buf, by)
 	side := func(name string, s DiffSide) {
 		buf = append(buf, `,"`...)
