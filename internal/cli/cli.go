@@ -50,31 +50,46 @@ func flagError(msg string) string {
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return dashed(name) + ": needs a value"
 	}
+	// The value is quoted (%q): read it whole, with strconv, since a
+	// value may itself hold " for flag -" (--top 'x" for flag -p: y'
+	// was reported as an error of -p; review16).
 	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
 		// invalid value "V" for flag -NAME: REASON
-		if i := strings.Index(rest, " for flag -"); i > 0 {
-			value, tail := rest[:i], rest[i+len(" for flag -"):]
-			name, reason, _ := strings.Cut(tail, ": ")
-			switch reason {
-			case "parse error":
-				reason = "not a number"
-			case "value out of range":
-				reason = "out of range"
+		if value, err := strconv.QuotedPrefix(rest); err == nil {
+			if tail, ok := strings.CutPrefix(rest[len(value):], " for flag -"); ok {
+				name, reason, _ := strings.Cut(tail, ": ")
+				switch reason {
+				case "parse error":
+					reason = "not a number"
+				case "value out of range":
+					reason = "out of range"
+				}
+				if reason == "" {
+					return dashed(name) + ": invalid value " + value
+				}
+				return dashed(name) + ": invalid value " + value + ": " + reason
 			}
-			if reason == "" {
-				return dashed(name) + ": invalid value " + value
-			}
-			return dashed(name) + ": invalid value " + value + ": " + reason
 		}
 	}
 	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
 		// invalid boolean value "V" for -NAME: REASON
-		if i := strings.Index(rest, " for -"); i > 0 {
-			name, _, _ := strings.Cut(rest[i+len(" for -"):], ": ")
-			return dashed(name) + ": invalid value " + rest[:i] + ": want true or false (or the flag alone)"
+		if value, err := strconv.QuotedPrefix(rest); err == nil {
+			if tail, ok := strings.CutPrefix(rest[len(value):], " for -"); ok {
+				name, _, _ := strings.Cut(tail, ": ")
+				return dashed(name) + ": invalid value " + value + ": want true or false (or the flag alone)"
+			}
 		}
 	}
 	return msg
+}
+
+// FlagError is the usage error for an error of flag.FlagSet.Parse,
+// reworded by flagError, for commands that call Parse themselves
+// (memwho diff: its flag errors read "flag provided but not defined:
+// -bogus" while every other command's read "unknown flag --bogus";
+// review16).
+func FlagError(err error) *UsageError {
+	return &UsageError{Msg: flagError(err.Error())}
 }
 
 // ErrHelp is --help: the usage was printed to standard output, and the
@@ -100,7 +115,7 @@ func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) erro
 			fmt.Fprint(stdout, usage)
 			return ErrHelp
 		}
-		return &UsageError{Msg: flagError(err.Error())}
+		return FlagError(err)
 	}
 	if fs.NArg() > 0 {
 		return Usagef("unexpected argument %q", fs.Arg(0))
@@ -132,7 +147,15 @@ func NoEmpty(fs *flag.FlagSet, names ...string) error {
 // why, when not empty, says why.
 func Excludes(fs *flag.FlagSet, name, why string, others ...string) error {
 	set := make(map[string]bool)
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		// A boolean flag given as false (-t=false, --fast=false, as
+		// a script writes --fast=$FAST) asks for nothing: it was
+		// refused as if given (review16).
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && f.Value.String() == "false" {
+			return
+		}
+		set[f.Name] = true
+	})
 	if !set[name] {
 		return nil
 	}
@@ -404,7 +427,7 @@ func ParseArgs(fs *flag.FlagSet, usage string, args []string, stdout io.Writer, 
 			fmt.Fprint(stdout, usage)
 			return nil, ErrHelp
 		}
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, FlagError(err)
 	}
 	if fs.NArg() != n {
 		return nil, Usagef("want %s (flags first), got %d argument(s)", what, fs.NArg())
