@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -94,6 +95,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = cli.Usagef("a command comes first: serve, record, leaks, export or diff")
 		default:
 			err = cli.Usagef("unknown command %q", name)
+		}
+	}
+	// A usage error of a command points to its own --help, as memwho's
+	// do: "memwho leaks --bogus" was sent to memwho --help, the
+	// report's (review16).
+	var ue *cli.UsageError
+	if errors.As(err, &ue) && ue.Command == "" {
+		switch name {
+		case "serve", "record", "leaks", "export", "diff":
+			ue.Command = name
 		}
 	}
 	return privilege.Exit(err, stderr)

@@ -130,7 +130,9 @@ func runHelp(args []string, stdout io.Writer) error {
 		name = args[0]
 	}
 	switch name {
-	case "", "help", "version":
+	case "", "help", "version", "--help", "-help", "-h":
+		// help --help too: any word was taken before the audit, and
+		// help's own help is this (review16).
 		fmt.Fprint(stdout, reportUsage())
 		cli.PrintCommands(stdout, commandList)
 	case "report", "watch", "snapshot", "diff", "completion":

@@ -167,7 +167,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprint(stdout, diffUsage())
 			return cli.ErrHelp
 		}
-		return &cli.UsageError{Msg: err.Error()}
+		return cli.FlagError(err)
 	}
 	if since != "" {
 		if fs.NArg() > 0 {
