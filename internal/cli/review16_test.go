@@ -49,7 +49,7 @@ func TestReview16NoEmpty(t *testing.T) {
 		{[]string{"--p", ""}, "-p: empty"},
 		{[]string{"-pid", ""}, "--pid: empty"},
 		{[]string{"--pid", "1", "-p", ""}, "-p: empty"}, // the last is empty
-		{[]string{"-p", "", "--pid", "1"}, ""},         // the last is not
+		{[]string{"-p", "", "--pid", "1"}, ""},          // the last is not
 		{[]string{"--from", "x", "--from", ""}, "--from: empty"},
 		{[]string{"--from", "", "--from", "x"}, ""},
 		{[]string{"--proc="}, "--proc: empty"},
