@@ -72,3 +72,35 @@ func TestWarnHintFile(t *testing.T) {
 		t.Errorf("hint for a file: %q", got)
 	}
 }
+
+// TestSwapMarkFollowsEstimatedSwap: a group's swap is marked an estimate
+// only when an estimated process had swap; one with none adds an exact
+// 0 (the audit of 2026-11-26 found ~36.9 MiB of swap marked, all of it
+// exact). A group made without the count (from the history) keeps the
+// mark.
+func TestSwapMarkFollowsEstimatedSwap(t *testing.T) {
+	exact := sample.Process{PID: 1, Comm: "a", RAM: 1 << 20, Swap: 10 << 20}
+	noSwap := sample.Process{PID: 2, Comm: "a", RAM: 1 << 20, Accuracy: sample.Estimate, Cause: sample.CauseDenied}
+	withSwap := sample.Process{PID: 3, Comm: "a", RAM: 1 << 20, Swap: 1 << 20, Accuracy: sample.Estimate, Cause: sample.CauseDenied}
+	for _, tc := range []struct {
+		name      string
+		procs     []sample.Process
+		ram, swap byte
+	}{
+		{"all exact", []sample.Process{exact}, 0, 0},
+		{"an estimate without swap", []sample.Process{exact, noSwap}, markEstimate, 0},
+		{"an estimate with swap", []sample.Process{exact, noSwap, withSwap}, markEstimate, markEstimate},
+	} {
+		g := sample.SumProcs(tc.procs)
+		total := sample.Total([]sample.Group{g})
+		for _, gg := range []sample.Group{g, total} {
+			if ram, swap := marks(&gg); ram != tc.ram || swap != tc.swap {
+				t.Errorf("%s (%s): marks %q %q, want %q %q", tc.name, gg.Key, ram, swap, tc.ram, tc.swap)
+			}
+		}
+	}
+	history := sample.Group{Key: "h", Swap: 1 << 20, Estimated: 1}
+	if _, swap := marks(&history); swap != markEstimate {
+		t.Errorf("a group from the history lost its swap mark")
+	}
+}

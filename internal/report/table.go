@@ -196,7 +196,7 @@ func (t *table) row(buf []byte, g *sample.Group, isTotal bool) []byte {
 func marks(g *sample.Group) (ram, swap byte) {
 	if g.Estimated > 0 {
 		ram = markEstimate
-		if g.Swap > 0 {
+		if g.SwapEstimated() {
 			swap = markEstimate
 		}
 		return ram, swap

@@ -187,6 +187,9 @@ func (g *Group) add(p *Process) {
 	g.Conns += uint64(p.Conns)
 	if p.Accuracy == Estimate {
 		g.Estimated++
+		if p.Swap == 0 {
+			g.EstimatedNoSwap++
+		}
 	}
 	if p.SwapPssMissing {
 		g.SwapPssMissing = true
@@ -227,6 +230,7 @@ func Total(groups []Group) Group {
 		t.Conns += g.Conns
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
+		t.EstimatedNoSwap += g.EstimatedNoSwap
 	}
 	return t
 }

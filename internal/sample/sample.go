@@ -237,10 +237,20 @@ type Group struct {
 	Estimated int
 	// SwapPssMissing is true when some process's swap lacked SwapPss.
 	SwapPssMissing bool
+	// EstimatedNoSwap counts the estimated processes that had no swap
+	// (VmSwap 0): each adds an exact 0 to the group's swap, which is an
+	// estimate only when Estimated is more (SwapEstimated; the audit of
+	// 2026-11-26 found ~ on swap that was all exact). A group made
+	// without it (from the history) keeps the mark.
+	EstimatedNoSwap int
 	// Conns sums the processes' ESTABLISHED TCP sockets; valid only when
 	// Snapshot.ConnsOK.
 	Conns uint64
 }
+
+// SwapEstimated reports whether g's swap is an estimate: some
+// estimated process had swap, counted in full (VmSwap).
+func (g *Group) SwapEstimated() bool { return g.Estimated > g.EstimatedNoSwap }
 
 // Accuracy returns Exact when every process in g was read exactly.
 func (g *Group) Accuracy() Accuracy {

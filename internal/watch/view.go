@@ -457,7 +457,7 @@ func appendAge(dst []byte, d time.Duration) []byte {
 func marks(g *sample.Group) (ram, swap byte) {
 	if g.Estimated > 0 {
 		ram = '~'
-		if g.Swap > 0 {
+		if g.SwapEstimated() {
 			swap = '~'
 		}
 		return ram, swap
