@@ -165,7 +165,7 @@ func (m Model) screen() string {
 
 	shown, nameW := layout(w, m.by, m.opt.Conns, m.sortKey)
 	lines = append(lines, m.columnTitles(shown, nameW))
-	room := max(h-headerLines-1, 0)
+	room := m.rowRoom()
 	// The rows scrolled past (m.top) and those below the screen. A
 	// refresh or a resize since the last key may leave fewer rows than
 	// the model scrolled past: the last page is shown then.
