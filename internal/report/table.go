@@ -304,11 +304,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 		if m.SwapCached > 0 {
 			start := len(buf)
 			buf = append(buf, "    also in RAM: swap cache"...)
-			buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
-			buf = t.cell(buf, 0, m.SwapCached, markedWidth)
-			buf = append(buf, "  "...)
-			buf = append(buf, sample.SwapCacheSource...)
-			buf = append(buf, '\n')
+			buf = t.subLine(buf, start, m.SwapCached, sample.SwapCacheSource)
 		}
 		buf = t.sysLine(buf, "= total swap", 0, m.SwapTotal, "SwapTotal")
 	}
@@ -337,14 +333,11 @@ func (t *table) tmpfs(buf []byte) []byte {
 		start := len(buf)
 		buf = append(buf, "    tmpfs "...)
 		buf = Sanitize(buf, m.Mount)
-		buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
-		buf = t.cell(buf, 0, m.Used, markedWidth)
+		source := ""
 		if first {
-			buf = append(buf, "  "...)
-			buf = append(buf, tmpfsSource...)
-			first = false
+			source, first = tmpfsSource, false
 		}
-		buf = append(buf, '\n')
+		buf = t.subLine(buf, start, m.Used, source)
 	}
 	if t.opt.TmpfsMore > 0 {
 		buf = append(buf, "    and "...)
@@ -354,6 +347,20 @@ func (t *table) tmpfs(buf []byte) []byte {
 		buf = append(buf, " listed)\n"...)
 	}
 	return buf
+}
+
+// subLine ends a ledger sub-line whose label buf holds from start: n
+// bytes under the ledger's figures, then source when not empty. The
+// sub-lines are for information and not summed (tmpfs mounts, the swap
+// cache).
+func (t *table) subLine(buf []byte, start int, n uint64, source string) []byte {
+	buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
+	buf = t.cell(buf, 0, n, markedWidth)
+	if source != "" {
+		buf = append(buf, "  "...)
+		buf = append(buf, source...)
+	}
+	return append(buf, '\n')
 }
 
 // ledgerLine writes one ledger line, left out when it is 0 bytes unless

@@ -57,15 +57,11 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	// Room for a stop, its continue and a resize while stopped: a
 	// signal that finds the channel full is lost.
 	sigs := make(chan os.Signal, 4)
+	// A hang-up comes through opt.Hangup alone (cli.InterruptibleView,
+	// which leaves a SIGHUP ignored at start ignored): the loop asked
+	// for SIGHUP itself as well, and taking back an ignored one ended a
+	// view under nohup (fifteenth review).
 	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT)
-	if !signal.Ignored(syscall.SIGHUP) {
-		// Started with SIGHUP ignored (nohup, trap '' HUP), it stays
-		// ignored: Notify would take it back, and a SIGHUP after the
-		// first frame ended the view while one before it did not
-		// (InterruptibleView leaves it alone). A terminal that really
-		// hangs up fails the reads and writes with EIO, which end it.
-		signal.Notify(sigs, syscall.SIGHUP)
-	}
 	defer signal.Stop(sigs)
 
 	var (
@@ -272,9 +268,6 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 			return nil
 		case sig := <-sigs:
 			switch sig {
-			case syscall.SIGHUP:
-				hungUp = true
-				return nil
 			case syscall.SIGTSTP:
 				// kill -TSTP (ctrl-z is a key in raw mode).
 				suspend = !away
