@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/memwho/memwho/internal/report"
+	"github.com/memwho/memwho/internal/store"
 )
 
 // The chart of one series, in SVG user units: the plot area sits inside
@@ -79,7 +80,7 @@ func chart(b []byte, l *Leak, showHost bool) []byte {
 	b = append(b, "<section>\n<h2>"...)
 	b = append(b, l.Kind.String()...)
 	b = append(b, ": "...)
-	b = report.AppendHTML(b, l.Key)
+	b = report.AppendHTML(b, store.KeyName(l.Key))
 	if l.PID != 0 {
 		b = append(b, " [pid "...)
 		b = strconv.AppendInt(b, int64(l.PID), 10)
@@ -149,7 +150,7 @@ func chart(b []byte, l *Leak, showHost bool) []byte {
 	b = append(b, `" data-slope="`...)
 	b = strconv.AppendFloat(b, l.Slope, 'g', -1, 64)
 	b = append(b, `" role="img"><title>`...)
-	b = report.AppendHTML(b, l.Key)
+	b = report.AppendHTML(b, store.KeyName(l.Key))
 	b = append(b, ": footprint over time, fitted line dashed</title>\n"...)
 	// Axes, with the value range and the window's ends.
 	b = appendf(b, `<line class="axis" x1="%" y1="%" x2="%" y2="%"/>`+"\n", marginL, marginT, marginL, chartH-marginB)

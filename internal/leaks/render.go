@@ -177,7 +177,7 @@ func (rep *Report) writeTable(w io.Writer, samples, hosts int, last *store.Sampl
 		if rep.Host == "" {
 			r = append(r, string(report.Sanitize(nil, l.Host)))
 		}
-		rows = append(rows, append(r, string(report.Sanitize(nil, l.Key))))
+		rows = append(rows, append(r, string(report.Sanitize(nil, store.KeyName(l.Key)))))
 	}
 	// One set of widths for every section, so that they line up. Figures
 	// are right-aligned, the host left-aligned, the name last, unpadded.

@@ -106,26 +106,78 @@ func AppendCSVField(dst []byte, s string) []byte {
 
 // CleanKey makes s storable as text in both databases: PostgreSQL text
 // must be valid UTF-8 without NUL, and process names may be any bytes. It
-// returns s itself when it is already fine; otherwise every invalid byte
-// and NUL becomes the four characters \xNN.
+// returns s itself when s is valid UTF-8 without NUL or backslash (nearly
+// every name). Otherwise every invalid byte and NUL becomes the four
+// characters \xNN and every backslash is doubled, so that two different
+// names never share a key: a name that only holds the characters
+// `\xff` stays apart from one holding the byte 0xff. A cleaned key always
+// holds a backslash and an untouched one never does; UncleanKey undoes it.
 func CleanKey(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
 	const hex = "0123456789abcdef"
 	b := make([]byte, 0, len(s)+8)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r == 0 {
+		switch {
+		case (r == utf8.RuneError && size == 1) || r == 0:
 			c := s[i]
 			b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
-			i++
-			continue
+		case r == '\\':
+			b = append(b, '\\', '\\')
+		default:
+			b = append(b, s[i:i+size]...)
 		}
-		b = append(b, s[i:i+size]...)
 		i += size
 	}
 	return string(b)
+}
+
+// UncleanKey returns the name CleanKey(name) was made from. A key holding
+// no backslash is the name itself; ok is false for a string CleanKey
+// cannot have returned.
+func UncleanKey(key string) (name string, ok bool) {
+	if strings.IndexByte(key, '\\') < 0 {
+		return key, true
+	}
+	b := make([]byte, 0, len(key))
+	for i := 0; i < len(key); i++ {
+		if key[i] != '\\' {
+			b = append(b, key[i])
+			continue
+		}
+		switch {
+		case i+1 < len(key) && key[i+1] == '\\':
+			b = append(b, '\\')
+			i++
+		case i+3 < len(key) && key[i+1] == 'x' && isLowerHex(key[i+2]) && isLowerHex(key[i+3]):
+			b = append(b, unhex(key[i+2])<<4|unhex(key[i+3]))
+			i += 3
+		default:
+			return "", false
+		}
+	}
+	return string(b), true
+}
+
+// KeyName is the name a stored key stands for (UncleanKey), or the key
+// itself when it is no CleanKey output (written by an older memwho that
+// did not double backslashes). Tables show names, as the live report does.
+func KeyName(key string) string {
+	if name, ok := UncleanKey(key); ok {
+		return name
+	}
+	return key
+}
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // CompareRows is the order of rows within a sample: kind, then key (byte

@@ -82,6 +82,13 @@ func TestCleanKey(t *testing.T) {
 		"ok\x1b[0m":      "ok\x1b[0m",
 		"\xe2\x82":       `\xe2\x82`,
 		"mixed\xfeü\x00": `mixed\xfeü\x00`,
+		// A backslash is doubled, so that a name holding the four
+		// characters \xff stays apart from one holding the byte 0xff
+		// (the history merged them; audit of 2026-11-26).
+		`lit\xffname`:  `lit\\xffname`,
+		"real\xffname": `real\xffname`,
+		`C:\dir`:       `C:\\dir`,
+		"both\\\xff":   `both\\\xff`,
 	} {
 		if got := CleanKey(in); got != want {
 			t.Errorf("CleanKey(%q) = %q, want %q", in, got, want)
@@ -98,8 +105,12 @@ func FuzzCleanKey(f *testing.F) {
 		if !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 {
 			t.Fatalf("CleanKey(%q) = %q: not storable", s, got)
 		}
-		if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 && got != s {
+		if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, '\\') < 0 && got != s {
 			t.Fatalf("CleanKey changed storable %q to %q", s, got)
+		}
+		// Reversible, hence two names never share a key.
+		if back, ok := UncleanKey(got); !ok || back != s {
+			t.Fatalf("UncleanKey(CleanKey(%q) = %q) = %q, %v", s, got, back, ok)
 		}
 	})
 }

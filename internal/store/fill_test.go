@@ -100,3 +100,28 @@ func TestBuilderFillContainers(t *testing.T) {
 		t.Errorf("group rows = %q, want %q", keys, want)
 	}
 }
+
+// TestBuilderFillKeysApart: two programs whose names differ only in that
+// one holds the byte 0xff and the other the four characters \xff were one
+// history row, their figures summed, in export and diff --since (audit of
+// 2026-11-26). Each keeps its row, and GroupsOf gives each its own name.
+func TestBuilderFillKeysApart(t *testing.T) {
+	snap := &sample.Snapshot{Procs: []sample.Process{
+		{PID: 1, Name: "bad\xffutf8", RAM: 100},
+		{PID: 2, Name: `bad\xffutf8`, RAM: 200},
+	}}
+	b := Builder{Kinds: []Kind{KindProgram}}
+	var got Sample
+	b.Fill(&got, snap)
+	groups := GroupsOf(&got, KindProgram)
+	if len(groups) != 2 {
+		t.Fatalf("groups = %+v, want two", groups)
+	}
+	ram := map[string]uint64{}
+	for _, g := range groups {
+		ram[g.Key] = g.RAM
+	}
+	if ram["bad\xffutf8"] != 100 || ram[`bad\xffutf8`] != 200 {
+		t.Errorf("groups by name = %v, want each program's own RAM", ram)
+	}
+}

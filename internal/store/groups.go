@@ -84,10 +84,11 @@ func GroupsAt(ctx context.Context, st Store, host string, k Kind, t, now time.Ti
 	return groups, bestTime, nil
 }
 
-// groupOf is a recorded group row as diff compares it. Its key was
-// cleaned by the store (store.CleanKey), as the live side's are.
+// groupOf is a recorded group row as diff compares it, under the name
+// its stored key stands for (KeyName): both sides of a diff come through
+// here, and the table prints names as the live report does.
 func groupOf(r *Row) sample.Group {
-	return sample.Group{Key: r.Key, Count: r.Count, RAM: r.PSS, Private: r.Private, Shared: r.Shared, Swap: r.Swap, Estimated: r.Estimated}
+	return sample.Group{Key: KeyName(r.Key), Count: r.Count, RAM: r.PSS, Private: r.Private, Shared: r.Shared, Swap: r.Swap, Estimated: r.Estimated}
 }
 
 // GroupsOf returns the rows of kind k of s as groups.

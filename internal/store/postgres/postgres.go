@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -473,9 +474,14 @@ func where(q store.Query) string {
 
 // quoteLiteral quotes s as a standard SQL string literal. memwho's
 // connections run with standard_conforming_strings on (set in
-// ExportCSV), so a backslash is an ordinary character.
+// ExportCSV), so a backslash is an ordinary character. Text PostgreSQL
+// refuses (invalid UTF-8, NUL) is cleaned first: no stored host holds it,
+// so it matches nothing instead of failing the query.
 func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(store.CleanKey(s), "'", "''") + "'"
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		s = store.CleanKey(s)
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 const (
