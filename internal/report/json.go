@@ -48,9 +48,18 @@ const Schema = "memwho.report/v1"
 //	                     free_used_procps3_bytes (what procps-ng 3.3's
 //	                     free showed as used: MemTotal - MemFree -
 //	                     Buffers - Cached - SReclaimable; host_used_bytes
-//	                     is procps-ng 4's); ledger: the host ledger
+//	                     is procps-ng 4's); process_accuracy,
+//	                     process_swap_source and
+//	                     process_estimated_processes: as a group's
+//	                     accuracy, swap_source and estimate count, for
+//	                     every process (process_ram_bytes and what is
+//	                     computed from it; the table's total and
+//	                     estimated_processes cover only the rows shown);
+//	                     ledger: the host ledger
 //	                     (sample.HostLedger), an array of {"name",
-//	                     "source", "bytes"} whose bytes sum exactly to
+//	                     "source", "bytes", "accuracy"} ("estimate" on the
+//	                     lines computed from processes' estimates, the
+//	                     lines the table marks ~) whose bytes sum exactly to
 //	                     mem_total_bytes, every line always present, the
 //	                     last ("not accounted") signed; swap_ledger: the
 //	                     same for swap_total_bytes (no swap cache line:
@@ -134,8 +143,14 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		l := sample.HostLedger(procs, m)
 		buf = append(buf, `,"free_used_procps3_bytes":`...)
 		buf = strconv.AppendInt(buf, l.FreeUsedProcps3, 10)
-		buf = appendJSONLedger(buf, "ledger", l.RAM)
-		buf = appendJSONLedger(buf, "swap_ledger", l.Swap)
+		ramMark, swapMark := marks(procs)
+		buf = append(buf, `,"process_accuracy":`...)
+		buf = appendJSONString(buf, procs.Accuracy().String())
+		buf = append(buf, `,"process_swap_source":`...)
+		buf = appendJSONString(buf, swapSource(procs))
+		buf = appendJSONInt(buf, "process_estimated_processes", procs.Estimated, true)
+		buf = appendJSONLedger(buf, "ledger", l.RAM, ramLineFromProcs, ramMark != 0)
+		buf = appendJSONLedger(buf, "swap_ledger", l.Swap, swapLineFromProcs, swapMark != 0)
 		buf = append(buf, `,"tmpfs":[`...)
 		for i, m := range opt.Tmpfs {
 			if i > 0 {
@@ -163,8 +178,11 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 	return err
 }
 
-// appendJSONLedger appends ,"name":[{"name":..,"source":..,"bytes":..},...].
-func appendJSONLedger(buf []byte, name string, lines []sample.LedgerLine) []byte {
+// appendJSONLedger appends ,"name":[{"name":..,"source":..,"bytes":..,
+// "accuracy":..},...]. A line is an estimate when it is computed from the
+// processes' figures (fromProcs) and those hold one (est): the lines the
+// table marks.
+func appendJSONLedger(buf []byte, name string, lines []sample.LedgerLine, fromProcs func([]sample.LedgerLine, int) bool, est bool) []byte {
 	buf = append(buf, `,"`...)
 	buf = append(buf, name...)
 	buf = append(buf, `":[`...)
@@ -178,6 +196,12 @@ func appendJSONLedger(buf []byte, name string, lines []sample.LedgerLine) []byte
 		buf = appendJSONString(buf, l.Source)
 		buf = append(buf, `,"bytes":`...)
 		buf = strconv.AppendInt(buf, l.Bytes, 10)
+		acc := sample.Exact
+		if est && fromProcs(lines, i) {
+			acc = sample.Estimate
+		}
+		buf = append(buf, `,"accuracy":`...)
+		buf = appendJSONString(buf, acc.String())
 		buf = append(buf, '}')
 	}
 	return append(buf, ']')

@@ -241,10 +241,13 @@ func unsafeRune(r rune) bool {
 
 // swapSource names where a group's swap figure came from: "swap_pss"
 // (SwapPss, shared swapped pages divided among their processes) or "swap"
-// (some process's swap counted in full: no SwapPss on this kernel, or a
-// status-based estimate whose VmSwap is a full count).
+// (some of it counted in full: no SwapPss on this kernel, or a
+// status-based estimate whose VmSwap is a full count). A swap of 0 B is
+// exact however it was read, as the table's marks say: an estimated
+// process with no swap, or a kernel without SwapPss on a host with no
+// swap in use, adds nothing counted in full.
 func swapSource(g *sample.Group) string {
-	if g.SwapPssMissing || g.Estimated > 0 {
+	if g.SwapEstimated() || (g.SwapPssMissing && g.Swap > 0) {
 		return "swap"
 	}
 	return "swap_pss"

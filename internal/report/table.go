@@ -244,6 +244,19 @@ func (t *table) mark(buf []byte, mark byte) []byte {
 // figure right-aligned in markedWidth, then an optional note.
 const labelWidth = 38
 
+// ramLineFromProcs reports whether line i of the RAM ledger is computed
+// from the processes' figures (the processes: lines and the remainder),
+// and so is an estimate when any of them is.
+func ramLineFromProcs(lines []sample.LedgerLine, i int) bool {
+	return strings.HasPrefix(lines[i].Name, "processes:") || i == len(lines)-1
+}
+
+// swapLineFromProcs is ramLineFromProcs for the swap ledger: its first
+// line (the processes' swap) and the remainder.
+func swapLineFromProcs(lines []sample.LedgerLine, i int) bool {
+	return i == 0 || i == len(lines)-1
+}
+
 // system writes the footer: the host ledger (sample.HostLedger), whose
 // lines add up to MemTotal and SwapTotal, each with its source, then
 // free's "used" set against the processes' total.
@@ -261,7 +274,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 	buf = append(buf, "\nSystem ledger (/proc/meminfo): every byte of RAM, lines of 0 B left out\n"...)
 	for i, line := range l.RAM {
 		var mark byte
-		if strings.HasPrefix(line.Name, "processes:") || i == len(l.RAM)-1 {
+		if ramLineFromProcs(l.RAM, i) {
 			mark = procMark
 		}
 		buf = t.ledgerLine(buf, line, mark, i == len(l.RAM)-1 || line.Name == "free")
@@ -296,7 +309,7 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 		buf = append(buf, "\nSwap ledger: every byte of swap\n"...)
 		for i, line := range l.Swap {
 			var mark byte
-			if i == 0 || i == len(l.Swap)-1 {
+			if swapLineFromProcs(l.Swap, i) {
 				mark = procSwapMark
 			}
 			buf = t.ledgerLine(buf, line, mark, i > 0)
