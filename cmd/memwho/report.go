@@ -139,9 +139,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	for _, t := range []string{"t", "total"} {
-		if err := cli.Excludes(fs, t, "it prints one number", "system"); err != nil {
+		if err := cli.Excludes(fs, t, "it prints one number", "system", "split", "conns"); err != nil {
 			return err
 		}
+	}
+	// CSV is one row per group: the ledger has no rows there (audit of
+	// 2026-11-26: --csv --system dropped it without a word).
+	if err := cli.Excludes(fs, "csv", "CSV has no ledger; --json carries it", "system"); err != nil {
+		return err
 	}
 	plan, err := f.plan()
 	if err != nil {
@@ -204,6 +209,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return err
 		}
 		fromAgent = true
+		if f.conns && !snap.ConnsOK {
+			// The column would be missing, and a reader by position
+			// would take the next one for it (audit of 2026-11-26).
+			return fmt.Errorf("--conns: %s holds no TCP counts: take it with memwho snapshot --conns", cli.OneLine(f.from))
+		}
 	} else {
 		need := agentNeeds{by: plan.By, conns: f.conns, system: f.system}
 		if snap, fromAgent, note, err = f.agent.fetch(f.procDir, need, stderr); err != nil {
@@ -286,6 +296,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if f.system && !f.total && !f.csv && !snap.MeminfoOK {
 		// The figures printed are right; what was asked for is not all
 		// there, and a script must not take the report for complete.
+		if f.from != "" {
+			return fmt.Errorf("--system: %s holds no meminfo (the walk it was taken from could not read it): the report above has no system section", cli.OneLine(f.from))
+		}
 		return fmt.Errorf("--system: cannot read %s/meminfo (%v): the report above has no system section", f.procDir, snap.MeminfoErr)
 	}
 	return nil

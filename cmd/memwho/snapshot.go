@@ -88,7 +88,6 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return err
 	}
-	taken := time.Now()
 	if !fromAgent {
 		var warnings []string
 		// Everything any grouping needs: uid, cgroups and names.
@@ -101,7 +100,12 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 				fmt.Fprintln(stderr, w)
 			}
 		}
-		taken = snap.Time
+	}
+	// When the figures were read: the agent's walk, not this copy of it
+	// (a diff's "later" and the report's time come from here).
+	taken := snap.Time
+	if taken.IsZero() {
+		taken = time.Now()
 	}
 	if ctx.Err() != nil {
 		return cli.ErrInterrupted
