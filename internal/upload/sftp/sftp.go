@@ -383,6 +383,14 @@ func (u *uploader) attempt(ctx context.Context, produce Producer) (int64, error)
 	if err != nil {
 		return 0, &Error{Op: "create " + tmp, Transient: !s.alive() || transient(err), Err: err}
 	}
+	// An export names every process of every user: 0600, as -o makes
+	// it. SFTP's open takes the server's default mode (0644 after a
+	// usual umask), so the mode is set before any byte is written
+	// (audit of 2026-11-26).
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return 0, fail("chmod "+tmp, err)
+	}
 
 	// The producer writes into a pipe that the SFTP client reads with
 	// many writes in flight (UseConcurrentWrites): memory stays bounded

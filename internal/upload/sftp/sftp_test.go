@@ -163,6 +163,11 @@ func TestUpload(t *testing.T) {
 			t.Errorf("Upload = %+v after %d producer calls, want %d bytes in 1 attempt", res, calls.Load(), len(data))
 		}
 		wantFile(t, filepath.Join(s.Dir, "ok.bin"), data)
+		// Private, as -o makes it: it was 0644 on the server (audit of
+		// 2026-11-26).
+		if fi, err := os.Stat(filepath.Join(s.Dir, "ok.bin")); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("uploaded file: %v, mode %v, want 0600", err, fi.Mode().Perm())
+		}
 
 		// Again: the new file replaces the old one.
 		data2, produce2, _ := payload(1000)
