@@ -97,11 +97,15 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cli.Parse(fs, exportUsage(), args, stdout); err != nil {
 		return err
 	}
+	// -o "$UNSET" wrote to stdout (audit of 2026-11-26); -o - says so.
+	if err := cli.NoEmpty(fs, "o", "output", "upload", "db", "identity", "known-hosts"); err != nil {
+		return err
+	}
 	plan, err := f.plan(time.Now())
 	if err != nil {
 		return err
 	}
-	if f.gzip && f.output == "" && f.up.URL == "" && report.IsTerminal(stdout) {
+	if f.gzip && (f.output == "" || f.output == "-") && f.up.URL == "" && report.IsTerminal(stdout) {
 		// gzip(1)'s rule: binary garbage on a terminal helps nobody.
 		return cli.Usagef("compressed data not written to a terminal: use -o FILE or a redirection")
 	}

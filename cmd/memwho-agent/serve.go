@@ -70,18 +70,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var lp agent.Listeners
-	if !f.once {
-		// Refuse a listener that would expose the figures before the
-		// first walk, and before any socket exists. The web config and
-		// its certificates are read here, before enterScan, with the
-		// user's own rights.
-		if lp, err = f.listen.Plan(privilege.OpenInput); err != nil {
-			return err
-		}
-		if opt.Engine.OtherFiles, err = lp.CheckFileLimit(); err != nil {
-			return err
-		}
+	// Refuse a listener that would expose the figures before the first
+	// walk, and before any socket exists. The web config and its
+	// certificates are read here, before enterScan, with the user's own
+	// rights. --once serves nothing, but its listener flags are checked
+	// all the same: a unit file tried with --once must not hide a
+	// mistake (audit of 2026-11-26: --once accepted --listen without
+	// auth, a missing --web-config, --debug-listen).
+	lp, err := f.listen.Plan(privilege.OpenInput)
+	if err != nil {
+		return err
+	}
+	if f.once {
+		lp = agent.Listeners{}
+	} else if opt.Engine.OtherFiles, err = lp.CheckFileLimit(); err != nil {
+		return err
 	}
 	// Snapshots served to memwho carry what any grouping needs.
 	opt.FullDetail = lp.Snapshot != ""

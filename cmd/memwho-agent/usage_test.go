@@ -38,6 +38,16 @@ func TestHelpOnce(t *testing.T) {
 func TestUsageErrorOneLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--once", "--walk-budget", "NaN"},
+		// --once serves nothing, but its listener flags are checked as
+		// without it (audit of 2026-11-26: they were ignored).
+		{"serve", "--once", "--listen", "127.0.0.1:0"},
+		{"serve", "--once", "--debug-listen", ":1234"},
+		{"serve", "--once", "--max-connections", "0"},
+		{"serve", "--once", "--socket-group", "no-such-group-memwho"},
+		// An empty -o wrote to stdout; an empty --db used the default
+		// history (audit of 2026-11-26).
+		{"export", "-o", ""},
+		{"export", "--db", ""},
 		{"record", "--bogus"},
 		{"leaks", "--bogus"},
 		{"export", "--bogus"},
