@@ -10,6 +10,7 @@ import (
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
 )
@@ -79,6 +80,10 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 		why = "its snapshot has no meminfo (--system)"
 	case !hasDetail(snap, need.by):
 		why = fmt.Sprintf("its snapshot lacks what --by %s needs", need.by)
+	case estimatesByChoice(snap):
+		// Every row would be marked ~ with a reason that is not the
+		// one (audit of 2026-11-26): the walk gives exact figures.
+		why = "its snapshot holds RSS-based estimates only (memwho-agent serve --fast)"
 	}
 	if why != "" {
 		// A stale or broken agent is worth knowing about: every run
@@ -88,8 +93,37 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 	if err := privilege.Drop(); err != nil {
 		return nil, false, "", err
 	}
-	fmt.Fprintf(stderr, "memwho: figures from memwho-agent, %s old (--fresh reads /proc now)\n", age(time.Since(taken)))
+	fmt.Fprintf(stderr, "memwho: figures from memwho-agent, %s old%s (--fresh reads /proc now)\n", age(time.Since(taken)), staleNote(snap))
 	return snap, true, "", nil
+}
+
+// staleNote says how stale an agent's figures may be, when that matters:
+// the agent walks again only the processes that changed, so the others'
+// figures come from earlier walks, and the pages they share may have been
+// mapped or unmapped by others since (docs/agent.md, error bound). It
+// called them exact (audit of 2026-11-26). Below 1% of the processes'
+// RAM the bound is left out: every incremental walk has some.
+func staleNote(snap *sample.Snapshot) string {
+	var total uint64
+	for i := range snap.Procs {
+		total += snap.Procs[i].RAM
+	}
+	if snap.StaleBound == 0 || snap.StaleBound < total/100 || snap.Oldest.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("; unchanged processes' figures are up to %s old, and their sum may be off by up to %s",
+		age(time.Since(snap.Oldest)), report.HumanBytes(nil, snap.StaleBound))
+}
+
+// estimatesByChoice reports whether the snapshot's estimates were chosen
+// (the agent's --fast: CauseNone), not forced by a refused walk.
+func estimatesByChoice(snap *sample.Snapshot) bool {
+	for i := range snap.Procs {
+		if p := &snap.Procs[i]; p.Accuracy == sample.Estimate && p.Cause == sample.CauseNone {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDetail reports whether the snapshot's processes carry what grouping

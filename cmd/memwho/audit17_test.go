@@ -85,3 +85,47 @@ func TestAudit17FromSystemNoMeminfo(t *testing.T) {
 		t.Errorf("--from without meminfo, --system: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestAudit17AgentStale: an agent's snapshot keeps unchanged processes'
+// figures from earlier walks; when the bound on their error is more than
+// 1% of the processes' RAM, memwho says so on its one stderr line (it
+// called them exact, audit of 2026-11-26). Below that, not a word more.
+func TestAudit17AgentStale(t *testing.T) {
+	s := agentSnapshot(time.Now().Add(-time.Second))
+	s.Oldest = time.Now().Add(-95 * time.Second)
+	s.StaleBound = 20 << 20 // half the processes' 40 MiB
+	sock, _ := startAgent(t, s)
+	out, errOut, code := runArgs("--agent-socket", sock, "--by", "pid", "--csv")
+	if code != cli.ExitOK || !strings.Contains(out, "from-agent-b") || strings.Count(errOut, "\n") != 1 ||
+		!strings.Contains(errOut, "unchanged processes' figures are up to 1m3") || !strings.Contains(errOut, "may be off by up to 20.0 MiB") {
+		t.Errorf("stale snapshot: exit %d\n%s%s", code, out, errOut)
+	}
+	small := agentSnapshot(time.Now().Add(-time.Second))
+	small.Oldest, small.StaleBound = time.Now().Add(-95*time.Second), 100<<10 // 0.25%
+	sock, _ = startAgent(t, small)
+	if _, errOut, _ := runArgs("--agent-socket", sock, "--by", "pid", "--csv"); strings.Contains(errOut, "off by") {
+		t.Errorf("a bound under 1%% was mentioned: %s", errOut)
+	}
+}
+
+// TestAudit17AgentFast: an agent run with --fast serves RSS-based
+// estimates only; memwho showed every row ~ with "smaps_rollup could not
+// be read" as the reason. It walks /proc instead, with a note.
+func TestAudit17AgentFast(t *testing.T) {
+	s := agentSnapshot(time.Now())
+	for i := range s.Procs {
+		s.Procs[i].Accuracy = sample.Estimate
+	}
+	sock, _ := startAgent(t, s)
+	out, errOut, code := runArgs("--agent-socket", sock, "--by", "pid", "--csv")
+	if code != cli.ExitOK || strings.Contains(out, "from-agent") || !strings.Contains(errOut, "not using memwho-agent: its snapshot holds RSS-based estimates only") {
+		t.Errorf("fast agent: exit %d\n%s%s", code, out, errOut)
+	}
+	// Estimates forced by a refused walk are the agent's answer.
+	s.Procs[0].Cause = sample.CauseDenied
+	s.Procs[1].Accuracy = sample.Exact
+	sock, _ = startAgent(t, s)
+	if out, errOut, _ := runArgs("--agent-socket", sock, "--by", "pid", "--csv"); !strings.Contains(out, "from-agent") {
+		t.Errorf("an agent with a refused walk was not used:\n%s%s", out, errOut)
+	}
+}

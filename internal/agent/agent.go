@@ -427,6 +427,12 @@ func (a *Agent) walk(f *flight, start time.Time) {
 			st.oldest = d.SampledAt
 		}
 	}
+	if snap != nil && stats.StaleBound > 0 {
+		// What memwho answering from this snapshot must say: some
+		// figures are older than the walk, and by how much their sum
+		// can be off (audit of 2026-11-26: it called them exact).
+		snap.Oldest, snap.StaleBound = st.oldest, stats.StaleBound
+	}
 
 	a.mu.Lock()
 	a.walks++

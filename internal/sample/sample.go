@@ -216,6 +216,16 @@ type Snapshot struct {
 	Malformed int
 	// ConnsOK is true when Process.Conns was counted (--conns).
 	ConnsOK bool
+	// Oldest is when the oldest figure was read, when before Time: an
+	// incremental sampler (the agent) keeps the figures of processes
+	// that did not change from earlier walks. Zero for a walk that read
+	// every process.
+	Oldest time.Time
+	// StaleBound is the most, in bytes, by which the sum of RAM over the
+	// figures older than Time can be off (pages they share may have
+	// been mapped or unmapped by others since; engine.Stats.StaleBound).
+	// Zero for a walk that read every process.
+	StaleBound uint64
 }
 
 // Group is the sum of the processes that share a key.

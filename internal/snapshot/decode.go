@@ -152,6 +152,15 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		}
 	}
 
+	if seen[tagStale] {
+		r = reader{b: secs[tagStale], tag: tagStale}
+		s.Oldest = r.time()
+		s.StaleBound = r.uvarint()
+		if err := r.end(); err != nil {
+			return m, err
+		}
+	}
+
 	// The string table: one string for all its bytes, entries are
 	// slices of it.
 	st := tables.Get().(*table)

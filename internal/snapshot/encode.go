@@ -80,6 +80,12 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 		}
 		endSection(dst, at)
 	}
+	if s.StaleBound != 0 {
+		at = beginSection(&dst, tagStale)
+		dst = appendTime(dst, s.Oldest)
+		dst = binary.AppendUvarint(dst, s.StaleBound)
+		endSection(dst, at)
+	}
 
 	procs := s.Procs
 	at = beginSection(&dst, tagPID)

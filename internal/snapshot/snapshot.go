@@ -71,6 +71,10 @@ const (
 	// tagKernel is optional (absent: zero), added after version 1's
 	// first release: the meminfo lines of the host ledger.
 	tagKernel = 5
+	// tagStale is optional (absent: zero), added after version 1's
+	// first release: Snapshot.Oldest and StaleBound, written only when
+	// the bound is not zero.
+	tagStale = 6
 
 	tagPID       = 16 // zigzag delta from the previous process's PID
 	tagPPID      = 17 // zigzag
@@ -120,7 +124,7 @@ const (
 )
 
 var tagNames = [maxKnownTag + 1]string{
-	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken", tagKernel: "kernel",
+	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken", tagKernel: "kernel", tagStale: "stale",
 	tagPID: "pid", tagPPID: "ppid", tagStartTime: "start time", tagUID: "uid",
 	tagName: "name", tagComm: "comm", tagExe: "exe", tagScript: "script", tagCgroup: "cgroup",
 	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
