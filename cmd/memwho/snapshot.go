@@ -50,6 +50,9 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	// The file is opened before the walk, with the user's rights, as a
 	// redirection of the shell would be.
 	var w io.Writer = stdout
+	if out == "-" {
+		out = "" // standard output, as for export -o -
+	}
 	if out != "" {
 		// "f, ferr": the deferred functions below must see the
 		// function's result, err. With "f, err :=" they saw this
@@ -120,6 +123,33 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	return snapshot.WriteFile(w, snap, taken)
 }
 
+// openSnapshot opens a snapshot file the user named, with their rights
+// (privilege.OpenInput); "-" is standard input, as for export -o (audit
+// of 2026-11-26: it was a file named "-"). A directory is refused here:
+// reading it failed as "not a gzip stream".
+func openSnapshot(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	f, err := privilege.OpenInput(path)
+	if err != nil {
+		return nil, privilege.UnwrapPath(err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+	}
+	return f, nil
+}
+
+// snapshotName is how messages and diff's header name a snapshot file.
+func snapshotName(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
+}
+
 // readSnapshotFile reads a snapshot file the user named, with their
 // rights and no capability (every one is given up first: nothing is
 // walked), and says on stderr when it was taken.
@@ -127,17 +157,17 @@ func readSnapshotFile(path string, stderr io.Writer) (*sample.Snapshot, error) {
 	if err := privilege.Drop(); err != nil {
 		return nil, err
 	}
-	f, err := privilege.OpenInput(path)
+	f, err := openSnapshot(path)
 	if err != nil {
-		return nil, fmt.Errorf("--from: %w", privilege.UnwrapPath(err))
+		return nil, fmt.Errorf("--from: %w", err)
 	}
 	defer f.Close()
 	snap := new(sample.Snapshot)
 	taken, err := snapshot.ReadFile(f, snap)
 	if err != nil {
-		return nil, fmt.Errorf("--from: %s: %w", path, err)
+		return nil, fmt.Errorf("--from: %s: %w", cli.OneLine(path), err)
 	}
-	fmt.Fprintf(stderr, "memwho: figures from %s, taken %s\n", cli.OneLine(path), taken.Format(time.RFC3339))
+	fmt.Fprintf(stderr, "memwho: figures from %s, taken %s\n", cli.OneLine(snapshotName(path)), taken.Format(time.RFC3339))
 	return snap, nil
 }
 
@@ -210,10 +240,13 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var sides [2]report.DiffSide
 	var groups [2][]sample.Group
 	names := &sample.Namer{Containers: container.NewNames("/")}
+	if files[0] == "-" && files[1] == "-" {
+		return cli.Usagef("standard input (-) can be only one of the two files")
+	}
 	for i, path := range files {
-		f, err := privilege.OpenInput(path)
+		f, err := openSnapshot(path)
 		if err != nil {
-			return privilege.UnwrapPath(err)
+			return err
 		}
 		var snap sample.Snapshot
 		taken, err := snapshot.ReadFile(f, &snap)
@@ -224,7 +257,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		sides[i] = report.DiffSide{Name: path, Taken: taken}
+		sides[i] = report.DiffSide{Name: snapshotName(path), Taken: taken}
 		groups[i] = sample.Filter(sample.GroupProcs(snap.Procs, groupBy, names), re)
 	}
 	changes := sample.Diff(groups[0], groups[1])
