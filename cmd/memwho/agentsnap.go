@@ -61,6 +61,9 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 	}
 	snap = new(sample.Snapshot)
 	taken, err := snapshot.Fetch(f.socket, snapshot.DefaultFetchTimeout, snap)
+	if err == nil {
+		err = snapshot.Check(snap)
+	}
 	var why string
 	switch {
 	case errors.Is(err, snapshot.ErrUnavailable):

@@ -395,17 +395,33 @@ func (e *privEnv) checkReview2Exec(t *testing.T) {
 func hostileSnapshot() *sample.Snapshot {
 	esc := "\x1b]0;pwn\x07\x1b[31m\u202erev2\x9b31m"
 	cg := "/user.slice/user-999.slice/user@999.service/" + esc + "/libpod-" + review2ID + ".scope"
+	// Hostile, yet what a sampler could write (snapshot.Check): PIDs
+	// ascending from 1, no negative count, no part over its RAM, RAM
+	// summing under 2^64. The implausible one is implausibleSnapshot.
+	huge := uint64(math.MaxUint64) - 1<<62 - 2
 	return &sample.Snapshot{
 		Time: time.Now(),
 		Procs: []sample.Process{
-			{PID: -1, PPID: math.MaxInt32, Name: esc + "\nforged row,1,2,3", Comm: esc, Exe: "../../etc/" + esc, Script: "\"},{\"key\":\"forged\"", UID: math.MaxUint32, UIDKnown: true, Cgroup: cg, SystemdCgroup: cg, RAM: math.MaxUint64, Private: math.MaxUint64, Shared: math.MaxUint64, Swap: math.MaxUint64, Conns: math.MaxUint32},
+			{PID: 1, PPID: math.MaxInt32, Name: esc + "\nforged row,1,2,3", Comm: esc, Exe: "../../etc/" + esc, Script: "\"},{\"key\":\"forged\"", UID: math.MaxUint32, UIDKnown: true, Cgroup: cg, SystemdCgroup: cg, RAM: huge, Private: huge, Shared: huge, Swap: math.MaxUint64, Conns: math.MaxUint32},
+			{PID: 2, Name: string([]byte{0xff, 0xfe, 0}), Comm: "", UIDKnown: true, Cgroup: "/" + strings.Repeat("a/", 2000), RAM: 1},
 			{PID: math.MaxInt32, Name: "=HYPERLINK(\"http://evil\")", Comm: "x", UID: 0, UIDKnown: true, Cgroup: "/docker/" + review2ID, RAM: 1 << 62, Private: 1 << 62, Swap: 1 << 62},
-			{PID: 0, Name: string([]byte{0xff, 0xfe, 0}), Comm: "", UIDKnown: true, Cgroup: "/" + strings.Repeat("a/", 2000), RAM: 1},
 		},
-		Gone: -5, Denied: -1 << 40, Kernel: math.MaxInt32, Broken: -1, Malformed: 3,
+		Kernel: math.MaxInt32, Malformed: 3,
 		Meminfo:   sample.Meminfo{MemTotal: math.MaxUint64, MemAvailable: math.MaxUint64, SwapTotal: 1, SwapFree: math.MaxUint64},
 		MeminfoOK: true, ConnsOK: true,
 	}
+}
+
+// implausibleSnapshot is what the second review served before
+// snapshot.Check (audit of 2026-11-26): a PID of -1, PIDs out of order,
+// negative counts, parts over their RAM. memwho now refuses it with a
+// note and walks /proc.
+func implausibleSnapshot() *sample.Snapshot {
+	s := hostileSnapshot()
+	s.Procs[0].PID, s.Procs[2].PID = -1, 0
+	s.Procs[1].Private = 2
+	s.Gone, s.Broken = -5, -1
+	return s
 }
 
 // serveSnapshot serves what latest returns on a socket of mode 0666 in
@@ -492,6 +508,21 @@ func (e *privEnv) checkReview2Attacks(t *testing.T) {
 	// A hostile server the user runs (or any socket they point memwho
 	// at): every string escaped, every output parseable, no crash. A
 	// snapshot dated in the future is not taken for a fresh one.
+	t.Run("review2: implausible agent snapshot", func(t *testing.T) {
+		snap := implausibleSnapshot()
+		sock := e.serveSnapshot(t, "implausible-agent", func() (*sample.Snapshot, time.Time, bool) { return snap, snap.Time, true })
+		for _, args := range []string{"--by pid --csv", "--system --json", "watch --plain --count 1"} {
+			line := `exec "$M" --agent-socket ` + sock + ` ` + args + ` 2>&1`
+			if rest, ok := strings.CutPrefix(args, "watch "); ok {
+				line = `exec "$M" watch --agent-socket ` + sock + ` ` + rest + ` 2>&1`
+			}
+			out, code := e.runSh(t, nil, line)
+			if code != 0 || !strings.Contains(out, "not using memwho-agent: malformed snapshot: ") || strings.Contains(out, "from memwho-agent,") {
+				t.Errorf("memwho %s with an implausible snapshot: exit %d:\n%s", args, code, out)
+			}
+		}
+	})
+
 	t.Run("review2: hostile agent snapshot", func(t *testing.T) {
 		snap := hostileSnapshot()
 		sock := e.serveSnapshot(t, "hostile-agent", func() (*sample.Snapshot, time.Time, bool) { return snap, snap.Time, true })

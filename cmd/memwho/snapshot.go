@@ -164,6 +164,9 @@ func readSnapshotFile(path string, stderr io.Writer) (*sample.Snapshot, error) {
 	defer f.Close()
 	snap := new(sample.Snapshot)
 	taken, err := snapshot.ReadFile(f, snap)
+	if err == nil {
+		err = snapshot.Check(snap)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--from: %s: %w", cli.OneLine(path), err)
 	}
@@ -251,6 +254,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		var snap sample.Snapshot
 		taken, err := snapshot.ReadFile(f, &snap)
 		f.Close()
+		if err == nil {
+			err = snapshot.Check(&snap)
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return err

@@ -158,7 +158,11 @@ func (a *agentSampler) Scan(snap *sample.Snapshot) error {
 		*snap = *a.file
 		return nil
 	}
-	if _, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap); err != nil {
+	_, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap)
+	if err == nil {
+		err = snapshot.Check(snap)
+	}
+	if err != nil {
 		return fmt.Errorf("%w (memwho watch --fresh walks /proc itself)", err)
 	}
 	return nil

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/memwho/memwho/internal/sample"
 )
 
 // Version is the format version Encode writes and the highest Decode
@@ -138,4 +140,43 @@ var strTags = [...]int{tagName, tagComm, tagExe, tagScript, tagCgroup, tagSystem
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+}
+
+// Check returns an error, wrapping ErrMalformed, for a snapshot no sampler
+// writes: PIDs not ascending or not positive, a negative count, a process
+// whose private or shared part exceeds its RAM. Decode keeps any values
+// (the format is a faithful codec); a reader that shows the figures
+// checks them, so that a hand-edited file cannot print "13.0 MiB + 6.3 MiB
+// = 12.0 MiB" or a total of 2^64 - 1 (audit of 2026-11-26).
+func Check(s *sample.Snapshot) error {
+	for i, n := range [...]int{s.Gone, s.Denied, s.Kernel, s.Broken, s.Malformed} {
+		if n < 0 {
+			return malformed("info: %d %s processes", n, [...]string{"gone", "denied", "kernel", "broken", "malformed"}[i])
+		}
+	}
+	var total uint64
+	for i := range s.Procs {
+		p := &s.Procs[i]
+		if p.PID <= 0 || i > 0 && p.PID <= s.Procs[i-1].PID {
+			return malformed("pid %d after %d: PIDs ascend from 1", p.PID, prevPID(s, i))
+		}
+		if p.PPID < 0 {
+			return malformed("pid %d: parent %d", p.PID, p.PPID)
+		}
+		if p.Private > p.RAM || p.Shared > p.RAM {
+			return malformed("pid %d: private %d or shared %d bytes over its RAM of %d", p.PID, p.Private, p.Shared, p.RAM)
+		}
+		if total+p.RAM < total {
+			return malformed("pid %d: RAM of the processes over 2^64 bytes", p.PID)
+		}
+		total += p.RAM
+	}
+	return nil
+}
+
+func prevPID(s *sample.Snapshot, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return s.Procs[i-1].PID
 }

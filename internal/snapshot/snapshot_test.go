@@ -200,6 +200,10 @@ func TestRoundTripScanned(t *testing.T) {
 			if len(s.Procs) == 0 && name != "kernel-thread" && name != "zombie" {
 				t.Logf("no processes in %s", name)
 			}
+			// What the sampler writes is plausible (TestCheck).
+			if err := Check(&s); err != nil {
+				t.Errorf("Check of the scan of %s: %v", name, err)
+			}
 			roundTrip(t, &s)
 		})
 	}
@@ -538,5 +542,35 @@ func TestCanonical(t *testing.T) {
 	b := Encode(nil, synthetic(500))
 	if !bytes.Equal(a, b) {
 		t.Error("two encodings of one snapshot differ")
+	}
+}
+
+// TestCheck: what no sampler writes is refused by the readers that show
+// figures (audit of 2026-11-26: a hand-edited file printed "13.0 MiB +
+// 6.3 MiB = 12.0 MiB", negative counts and a PID of -5).
+func TestCheck(t *testing.T) {
+	ok := func() *sample.Snapshot {
+		return &sample.Snapshot{Procs: []sample.Process{{PID: 1, RAM: 10, Private: 4, Shared: 6}, {PID: 7, PPID: 1, RAM: 5, Private: 5}}}
+	}
+	if err := Check(ok()); err != nil {
+		t.Fatalf("Check of a plausible snapshot: %v", err)
+	}
+	for name, spoil := range map[string]func(s *sample.Snapshot){
+		"pid 0":            func(s *sample.Snapshot) { s.Procs[0].PID = 0 },
+		"negative pid":     func(s *sample.Snapshot) { s.Procs[0].PID = -5 },
+		"pids descend":     func(s *sample.Snapshot) { s.Procs[1].PID = 1 },
+		"negative parent":  func(s *sample.Snapshot) { s.Procs[1].PPID = -1 },
+		"private over ram": func(s *sample.Snapshot) { s.Procs[0].Private = 11 },
+		"shared over ram":  func(s *sample.Snapshot) { s.Procs[0].Shared = 11 },
+		"ram over 2^64":    func(s *sample.Snapshot) { s.Procs[0].RAM, s.Procs[1].RAM = math.MaxUint64, 1 },
+		"negative gone":    func(s *sample.Snapshot) { s.Gone = -1 },
+		"negative denied":  func(s *sample.Snapshot) { s.Denied = -1 << 40 },
+		"negative broken":  func(s *sample.Snapshot) { s.Broken = -1 },
+	} {
+		s := ok()
+		spoil(s)
+		if err := Check(s); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Check = %v, want a malformed snapshot", name, err)
+		}
 	}
 }
