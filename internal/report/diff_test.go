@@ -51,3 +51,64 @@ After:  b.mwsnap, 2026-11-23T11:00:00Z (1h0m0s later)
 		t.Errorf("JSON holds a raw escape or newline: %q", js.String())
 	}
 }
+
+// TestDiffKindTableJSON: the table's change column and the JSON's
+// "change" give the same word for every row, and a group whose swap or
+// process count moved with RAM unchanged is not "same"; --top 1 keeps
+// the largest change of RAM and swap together.
+func TestDiffKindTableJSON(t *testing.T) {
+	const mib = 1 << 20
+	before := []sample.Group{
+		{Key: "swapper", RAM: 50 * mib, Count: 1},
+		{Key: "forker", RAM: 20 * mib, Count: 1},
+		{Key: "steady", RAM: 10 * mib, Count: 1},
+		{Key: "ramgrew", RAM: 30 * mib, Count: 1},
+	}
+	after := []sample.Group{
+		{Key: "swapper", RAM: 50 * mib, Swap: 100 * mib, Count: 1},
+		{Key: "forker", RAM: 20 * mib, Count: 2},
+		{Key: "steady", RAM: 10 * mib, Count: 1},
+		{Key: "ramgrew", RAM: 31 * mib, Count: 1},
+	}
+	side := DiffSide{Name: "x", Taken: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	for _, c := range []struct {
+		name string
+		top  int
+		want [][2]string // key, change, in order
+	}{
+		{"all", 0, [][2]string{{"swapper", "grew"}, {"ramgrew", "grew"}, {"forker", "changed"}, {"steady", "same"}}},
+		{"top 1", 1, [][2]string{{"swapper", "grew"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			changes := sample.Diff(before, after)
+			if c.top > 0 {
+				changes = changes[:c.top]
+			}
+			var tab, js bytes.Buffer
+			if err := DiffTable(&tab, changes, side, side, "Program"); err != nil {
+				t.Fatal(err)
+			}
+			if err := DiffJSON(&js, changes, side, side, "program"); err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				Changes []struct{ Key, Change string }
+			}
+			if err := json.Unmarshal(js.Bytes(), &v); err != nil {
+				t.Fatal(err)
+			}
+			rows := strings.Split(tab.String(), "\n")[4:] // after the title lines and the header
+			if len(v.Changes) != len(c.want) {
+				t.Fatalf("JSON has %d changes, want %d:\n%s", len(v.Changes), len(c.want), js.String())
+			}
+			for i, w := range c.want {
+				if v.Changes[i].Key != w[0] || v.Changes[i].Change != w[1] {
+					t.Errorf("JSON change %d = %s %s, want %s %s", i, v.Changes[i].Key, v.Changes[i].Change, w[0], w[1])
+				}
+				if f := strings.Fields(rows[i]); len(f) < 2 || f[len(f)-1] != w[0] || f[len(f)-2] != w[1] {
+					t.Errorf("table row %d = %q, want change %s for %s", i, rows[i], w[1], w[0])
+				}
+			}
+		})
+	}
+}
