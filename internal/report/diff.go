@@ -1,9 +1,11 @@
 package report
 
 import (
+	"encoding/base64"
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -117,6 +119,8 @@ const DiffSchema = "memwho.diff/v1"
 // DiffJSON writes the changes as one JSON object: its schema
 // (DiffSchema), the two sides, the grouping, and per key the kind of
 // change and the RAM, swap (bytes) and process counts before and after.
+// Keys follow JSON's rule: "key" alone when valid UTF-8, else "key" in
+// the Sanitize form and "key_base64" with the exact bytes.
 func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by string) error {
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, `{"schema":"`...)
@@ -140,8 +144,8 @@ func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by s
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, `{"key":`...)
-		buf = AppendJSONString(buf, c.Key)
+		buf = append(buf, '{')
+		buf = appendJSONKey(buf, c.Key)
 		buf = append(buf, `,"change":"`...)
 		buf = append(buf, c.Kind.String()...)
 		buf = append(buf, '"')
@@ -166,4 +170,21 @@ func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by s
 	buf = append(buf, "]}\n"...)
 	_, err := w.Write(buf)
 	return err
+}
+
+// appendJSONKey appends "key" and, for a key that is not valid UTF-8,
+// "key_base64", by the rule of JSON's group objects (appendJSONGroup):
+// with AppendJSONString alone, bytes that are not UTF-8 all became
+// U+FFFD, so two such keys came out equal and a diff could not be joined
+// with a report of either snapshot.
+func appendJSONKey(buf []byte, key string) []byte {
+	buf = append(buf, `"key":`...)
+	if utf8.ValidString(key) {
+		return appendJSONString(buf, key)
+	}
+	buf = append(buf, '"')
+	buf = appendJSONStringBody(buf, string(Sanitize(nil, key)))
+	buf = append(buf, `","key_base64":"`...)
+	buf = base64.StdEncoding.AppendEncode(buf, []byte(key))
+	return append(buf, '"')
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -107,6 +108,85 @@ func TestDiffKindTableJSON(t *testing.T) {
 				}
 				if f := strings.Fields(rows[i]); len(f) < 2 || f[len(f)-1] != w[0] || f[len(f)-2] != w[1] {
 					t.Errorf("table row %d = %q, want change %s for %s", i, rows[i], w[1], w[0])
+				}
+			}
+		})
+	}
+}
+
+// TestDiffJSONKey: diff's JSON writes a key as the report's JSON does,
+// key_base64 included when the key is not valid UTF-8, so that keys that
+// differ only in bytes that are not UTF-8 stay apart and a diff joins
+// with a report of either snapshot.
+func TestDiffJSONKey(t *testing.T) {
+	type key struct {
+		Key       string  `json:"key"`
+		KeyBase64 *string `json:"key_base64"`
+	}
+	exact := func(t *testing.T, k key) string {
+		t.Helper()
+		if k.KeyBase64 == nil {
+			return k.Key
+		}
+		b, err := base64.StdEncoding.DecodeString(*k.KeyBase64)
+		if err != nil {
+			t.Fatalf("key_base64 %q: %v", *k.KeyBase64, err)
+		}
+		return string(b)
+	}
+	side := DiffSide{Name: "x", Taken: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	for _, c := range []struct {
+		name   string
+		keys   []string
+		base64 bool // key_base64 expected
+	}{
+		{"plain", []string{"web"}, false},
+		{"escapes, valid UTF-8", []string{"\x1b[31mevil\n\u202e"}, false},
+		{"not UTF-8, differing only there", []string{"bad\xffutf8", "bad\xfeutf8"}, true},
+		{"a lone continuation byte", []string{"\x80"}, true},
+		{"cut inside a rune", []string{"caf\xc3"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var groups []sample.Group
+			for _, k := range c.keys {
+				groups = append(groups, sample.Group{Key: k, RAM: 4096, Count: 1})
+			}
+			var js bytes.Buffer
+			if err := DiffJSON(&js, sample.Diff(groups, groups), side, side, "program"); err != nil {
+				t.Fatal(err)
+			}
+			var diff struct{ Changes []key }
+			if err := json.Unmarshal(js.Bytes(), &diff); err != nil {
+				t.Fatalf("%v\n%s", err, js.String())
+			}
+			var rep bytes.Buffer
+			if err := JSON(&rep, groups, sample.Group{}, nil, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			var report struct{ Groups []key }
+			if err := json.Unmarshal(rep.Bytes(), &report); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, ch := range diff.Changes {
+				got := exact(t, ch)
+				if seen[got] {
+					t.Errorf("key %q twice in %s", got, js.String())
+				}
+				seen[got] = true
+				if (ch.KeyBase64 != nil) != c.base64 {
+					t.Errorf("key %q: key_base64 present %v, want %v", got, ch.KeyBase64 != nil, c.base64)
+				}
+				for _, g := range report.Groups {
+					if exact(t, g) == got && (g.Key != ch.Key || (g.KeyBase64 == nil) != (ch.KeyBase64 == nil) ||
+						g.KeyBase64 != nil && *g.KeyBase64 != *ch.KeyBase64) {
+						t.Errorf("diff writes key %q as %+v, the report as %+v", got, ch, g)
+					}
+				}
+			}
+			for _, k := range c.keys {
+				if !seen[k] {
+					t.Errorf("key %q not recoverable from %s", k, js.String())
 				}
 			}
 		})
