@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/base64"
 	"io"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -37,8 +38,25 @@ func DiffTable(w io.Writer, changes []sample.Change, before, after DiffSide, key
 	buf = append(buf, ", "...)
 	buf = after.Taken.AppendFormat(buf, time.RFC3339)
 	buf = append(buf, " ("...)
-	buf = append(buf, after.Taken.Sub(before.Taken).Round(time.Second).String()...)
-	buf = append(buf, " later)\n\n"...)
+	// AFTER may be the older file (memwho diff B A): its distance then
+	// reads "earlier", not as a negative time "later".
+	d := after.Taken.Sub(before.Taken)
+	earlier := d < 0
+	d = d.Abs()
+	// Sub saturates beyond about 292 years (a broken or hostile file's
+	// time): the saturated figure is no distance, so it is a bound.
+	const longest = time.Duration(math.MaxInt64) / time.Second * time.Second
+	if d > longest {
+		buf = append(buf, "over "...)
+		d = longest
+	}
+	d = d.Round(time.Second)
+	buf = append(buf, d.String()...)
+	if earlier && d > 0 {
+		buf = append(buf, " earlier)\n\n"...)
+	} else {
+		buf = append(buf, " later)\n\n"...)
+	}
 	const head = "  RAM before      RAM after        Change   Swap change    Procs  Change    "
 	buf = append(buf, head...)
 	buf = append(buf, keyHeader...)

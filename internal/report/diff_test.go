@@ -192,3 +192,35 @@ func TestDiffJSONKey(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffTableWhen: the title says how far AFTER is from BEFORE, and in
+// which direction, without a minus sign when AFTER is the older file.
+func TestDiffTableWhen(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	far := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	for _, c := range []struct {
+		name          string
+		before, after time.Time
+		want          string
+	}{
+		{"later", t0, t0.Add(time.Hour), "(1h0m0s later)"},
+		{"earlier", t0.Add(3 * time.Second), t0, "(3s earlier)"},
+		{"the same second", t0, t0, "(0s later)"},
+		{"under half a second earlier", t0.Add(400 * time.Millisecond), t0, "(0s later)"},
+		{"earlier, rounded", t0.Add(2600 * time.Millisecond), t0, "(3s earlier)"},
+		{"beyond a Duration, later", time.Time{}, far, "(over 2562047h47m16s later)"},
+		{"beyond a Duration, earlier", far, time.Time{}, "(over 2562047h47m16s earlier)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := DiffTable(&b, nil, DiffSide{Name: "b", Taken: c.before}, DiffSide{Name: "a", Taken: c.after}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(b.String(), "\n")
+			if len(lines) < 2 || !strings.HasSuffix(lines[1], " "+c.want) {
+				t.Errorf("title %q, want it to end %q", lines[:2], c.want)
+			}
+		})
+	}
+}
