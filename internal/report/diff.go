@@ -150,9 +150,11 @@ func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by s
 		buf = append(buf, name...)
 		buf = append(buf, `":{"source":`...)
 		buf = AppendJSONString(buf, s.Name)
-		buf = append(buf, `,"time":"`...)
-		buf = s.Taken.UTC().AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, `"}`...)
+		// The report's JSON format (JSON's "time"), so that a diff joins
+		// with a report of the same snapshot on it.
+		buf = append(buf, `,"time":`...)
+		buf = appendJSONString(buf, s.Taken.UTC().Format(time.RFC3339))
+		buf = append(buf, '}')
 	}
 	side("before", before)
 	side("after", after)

@@ -224,3 +224,41 @@ func TestDiffTableWhen(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffJSONTime: each side's "time" is written exactly as the
+// report's JSON writes the time of the same snapshot (RFC 3339 in UTC,
+// whole seconds), so that the two join on it.
+func TestDiffJSONTime(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		taken time.Time
+		want  string
+	}{
+		{"whole seconds", time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "2026-11-23T10:00:00Z"},
+		{"nanoseconds", time.Date(2026, 11, 23, 10, 0, 0, 999999999, time.UTC), "2026-11-23T10:00:00Z"},
+		{"another zone", time.Date(2026, 11, 23, 11, 0, 0, 123, time.FixedZone("CET", 3600)), "2026-11-23T10:00:00Z"},
+		{"the zero time", time.Time{}, "0001-01-01T00:00:00Z"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var js, rep bytes.Buffer
+			side := DiffSide{Name: "x", Taken: c.taken}
+			if err := DiffJSON(&js, nil, side, side, "program"); err != nil {
+				t.Fatal(err)
+			}
+			if err := JSON(&rep, nil, sample.Group{}, &sample.Snapshot{Time: c.taken}, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			var d struct{ Before, After struct{ Time string } }
+			var r struct{ Time string }
+			if err := json.Unmarshal(js.Bytes(), &d); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(rep.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			if d.Before.Time != c.want || d.After.Time != c.want || r.Time != c.want {
+				t.Errorf("diff's times %q, %q, the report's %q; want %q", d.Before.Time, d.After.Time, r.Time, c.want)
+			}
+		})
+	}
+}
