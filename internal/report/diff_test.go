@@ -262,3 +262,70 @@ func TestDiffJSONTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffJSONTotal: the JSON carries the table's total row: the figures
+// of a change row summed over the changes given (after --top), with the
+// accuracy the table's '~' gives.
+func TestDiffJSONTotal(t *testing.T) {
+	const mib = 1 << 20
+	changes := sample.Diff(
+		[]sample.Group{{Key: "web", RAM: mib, Count: 1}, {Key: "old", RAM: 4096, Swap: 8192, Count: 1, Estimated: 1}},
+		[]sample.Group{{Key: "web", RAM: 3 * mib, Swap: 4096, Count: 2}})
+	type figures struct {
+		RAMBefore   uint64 `json:"ram_before_bytes"`
+		RAMAfter    uint64 `json:"ram_after_bytes"`
+		RAMChange   int64  `json:"ram_change_bytes"`
+		SwapBefore  uint64 `json:"swap_before_bytes"`
+		SwapAfter   uint64 `json:"swap_after_bytes"`
+		SwapChange  int64  `json:"swap_change_bytes"`
+		ProcsBefore int    `json:"procs_before"`
+		ProcsAfter  int    `json:"procs_after"`
+		Accuracy    string `json:"accuracy"`
+	}
+	for _, c := range []struct {
+		name    string
+		changes []sample.Change
+		want    figures
+	}{
+		{"no change", nil, figures{Accuracy: "exact"}},
+		{"all", changes, figures{mib + 4096, 3 * mib, 2*mib - 4096, 8192, 4096, -4096, 2, 2, "estimate"}},
+		{"top 1", changes[:1], figures{mib, 3 * mib, 2 * mib, 0, 4096, 4096, 1, 2, "exact"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			side := DiffSide{Name: "x", Taken: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+			var js, tab bytes.Buffer
+			if err := DiffJSON(&js, c.changes, side, side, "program"); err != nil {
+				t.Fatal(err)
+			}
+			if err := DiffTable(&tab, c.changes, side, side, "Program"); err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				Changes []json.RawMessage
+				Total   *struct {
+					figures
+					Key    *string
+					Change *string
+				}
+			}
+			if err := json.Unmarshal(js.Bytes(), &v); err != nil {
+				t.Fatalf("%v\n%s", err, js.String())
+			}
+			if v.Total == nil {
+				t.Fatalf("no total:\n%s", js.String())
+			}
+			if v.Total.figures != c.want || v.Total.Key != nil || v.Total.Change != nil {
+				t.Errorf("total %+v, want %+v and no key or change:\n%s", v.Total.figures, c.want, js.String())
+			}
+			// The table's total row shows the same figures.
+			b := sample.Group{RAM: c.want.RAMBefore, Swap: c.want.SwapBefore, Count: c.want.ProcsBefore}
+			a := sample.Group{RAM: c.want.RAMAfter, Swap: c.want.SwapAfter, Count: c.want.ProcsAfter}
+			if c.want.Accuracy == "estimate" {
+				a.Estimated = 1
+			}
+			if row := string(diffRow(nil, b, a, "", "total")); !strings.Contains(tab.String(), "-\n"+row) {
+				t.Errorf("table's total row is not %q:\n%s", row, tab.String())
+			}
+		})
+	}
+}
