@@ -1,9 +1,12 @@
 package report
 
 import (
+	"encoding/base64"
 	"io"
+	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -35,19 +38,32 @@ func DiffTable(w io.Writer, changes []sample.Change, before, after DiffSide, key
 	buf = append(buf, ", "...)
 	buf = after.Taken.AppendFormat(buf, time.RFC3339)
 	buf = append(buf, " ("...)
-	buf = append(buf, after.Taken.Sub(before.Taken).Round(time.Second).String()...)
-	buf = append(buf, " later)\n\n"...)
+	// AFTER may be the older file (memwho diff B A): its distance then
+	// reads "earlier", not as a negative time "later".
+	d := after.Taken.Sub(before.Taken)
+	earlier := d < 0
+	d = d.Abs()
+	// Sub saturates beyond about 292 years (a broken or hostile file's
+	// time): the saturated figure is no distance, so it is a bound.
+	const longest = time.Duration(math.MaxInt64) / time.Second * time.Second
+	if d > longest {
+		buf = append(buf, "over "...)
+		d = longest
+	}
+	d = d.Round(time.Second)
+	buf = append(buf, d.String()...)
+	if earlier && d > 0 {
+		buf = append(buf, " earlier)\n\n"...)
+	} else {
+		buf = append(buf, " later)\n\n"...)
+	}
 	const head = "  RAM before      RAM after        Change   Swap change    Procs  Change    "
 	buf = append(buf, head...)
 	buf = append(buf, keyHeader...)
 	buf = append(buf, '\n')
-	var tb, ta sample.Group
-	var est bool
 	for i := range changes {
 		c := &changes[i]
 		buf = diffRow(buf, c.Before, c.After, c.Kind.String(), c.Key)
-		tb, ta = addGroup(tb, c.Before), addGroup(ta, c.After)
-		est = est || c.Before.Estimated > 0 || c.After.Estimated > 0
 		if len(buf) > 32<<10 {
 			if _, err := w.Write(buf); err != nil {
 				return err
@@ -59,8 +75,9 @@ func DiffTable(w io.Writer, changes []sample.Change, before, after DiffSide, key
 		buf = append(buf, '-')
 	}
 	buf = append(buf, '\n')
+	tb, ta := diffTotals(changes)
 	buf = diffRow(buf, tb, ta, "", "total")
-	if est {
+	if tb.Estimated > 0 || ta.Estimated > 0 {
 		buf = append(buf, "~ an estimate on one side or both (RSS-based: see memwho --help)\n"...)
 	}
 	_, err := w.Write(buf)
@@ -114,9 +131,13 @@ func signedPlus(dst []byte, v int64) []byte {
 // Schema is the report's.
 const DiffSchema = "memwho.diff/v1"
 
-// DiffJSON writes the changes as one JSON object: its schema
-// (DiffSchema), the two sides, the grouping, and per key the kind of
-// change and the RAM, swap (bytes) and process counts before and after.
+// DiffJSON writes the changes as one JSON object and a newline: its
+// schema (DiffSchema), the grouping, the two sides (source, and time as
+// JSON writes it), per key the kind of change and the RAM, swap (bytes)
+// and process counts before and after, then "total": the same figures
+// summed over the changes given, as DiffTable's total row. Keys follow
+// JSON's rule: "key" alone when valid UTF-8, else "key" in the Sanitize
+// form and "key_base64" with the exact bytes.
 func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by string) error {
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, `{"schema":"`...)
@@ -128,9 +149,11 @@ func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by s
 		buf = append(buf, name...)
 		buf = append(buf, `":{"source":`...)
 		buf = AppendJSONString(buf, s.Name)
-		buf = append(buf, `,"time":"`...)
-		buf = s.Taken.UTC().AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, `"}`...)
+		// The report's JSON format (JSON's "time"), so that a diff joins
+		// with a report of the same snapshot on it.
+		buf = append(buf, `,"time":`...)
+		buf = appendJSONString(buf, s.Taken.UTC().Format(time.RFC3339))
+		buf = append(buf, '}')
 	}
 	side("before", before)
 	side("after", after)
@@ -140,30 +163,69 @@ func DiffJSON(w io.Writer, changes []sample.Change, before, after DiffSide, by s
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, `{"key":`...)
-		buf = AppendJSONString(buf, c.Key)
+		buf = append(buf, '{')
+		buf = appendJSONKey(buf, c.Key)
 		buf = append(buf, `,"change":"`...)
 		buf = append(buf, c.Kind.String()...)
-		buf = append(buf, '"')
-		buf = appendJSONUint(buf, "ram_before_bytes", c.Before.RAM, true)
-		buf = appendJSONUint(buf, "ram_after_bytes", c.After.RAM, true)
-		buf = append(buf, `,"ram_change_bytes":`...)
-		buf = strconv.AppendInt(buf, c.RAMDelta(), 10)
-		buf = appendJSONUint(buf, "swap_before_bytes", c.Before.Swap, true)
-		buf = appendJSONUint(buf, "swap_after_bytes", c.After.Swap, true)
-		buf = append(buf, `,"swap_change_bytes":`...)
-		buf = strconv.AppendInt(buf, c.SwapDelta(), 10)
-		buf = appendJSONInt(buf, "procs_before", c.Before.Count, true)
-		buf = appendJSONInt(buf, "procs_after", c.After.Count, true)
-		acc := "exact"
-		if c.Before.Estimated > 0 || c.After.Estimated > 0 {
-			acc = "estimate"
-		}
-		buf = append(buf, `,"accuracy":"`...)
-		buf = append(buf, acc...)
-		buf = append(buf, `"}`...)
+		buf = append(buf, `",`...)
+		buf = appendDiffFigures(buf, c.Before, c.After)
+		buf = append(buf, '}')
 	}
-	buf = append(buf, "]}\n"...)
+	// The table's total row: the same sums over the same rows (those
+	// listed, after --filter and --top).
+	tb, ta := diffTotals(changes)
+	buf = append(buf, `],"total":{`...)
+	buf = appendDiffFigures(buf, tb, ta)
+	buf = append(buf, "}}\n"...)
 	_, err := w.Write(buf)
 	return err
+}
+
+// appendDiffFigures appends the members a change and the total share,
+// with no comma before the first: RAM and swap before, after and the
+// change (bytes), the process counts, and the accuracy.
+func appendDiffFigures(buf []byte, b, a sample.Group) []byte {
+	buf = appendJSONUint(buf, "ram_before_bytes", b.RAM, false)
+	buf = appendJSONUint(buf, "ram_after_bytes", a.RAM, true)
+	buf = append(buf, `,"ram_change_bytes":`...)
+	buf = strconv.AppendInt(buf, int64(a.RAM)-int64(b.RAM), 10)
+	buf = appendJSONUint(buf, "swap_before_bytes", b.Swap, true)
+	buf = appendJSONUint(buf, "swap_after_bytes", a.Swap, true)
+	buf = append(buf, `,"swap_change_bytes":`...)
+	buf = strconv.AppendInt(buf, int64(a.Swap)-int64(b.Swap), 10)
+	buf = appendJSONInt(buf, "procs_before", b.Count, true)
+	buf = appendJSONInt(buf, "procs_after", a.Count, true)
+	acc := "exact"
+	if b.Estimated > 0 || a.Estimated > 0 {
+		acc = "estimate"
+	}
+	buf = append(buf, `,"accuracy":"`...)
+	buf = append(buf, acc...)
+	return append(buf, '"')
+}
+
+// diffTotals sums the changes' sides: the total row of DiffTable and the
+// total of DiffJSON.
+func diffTotals(changes []sample.Change) (before, after sample.Group) {
+	for i := range changes {
+		before, after = addGroup(before, changes[i].Before), addGroup(after, changes[i].After)
+	}
+	return before, after
+}
+
+// appendJSONKey appends "key" and, for a key that is not valid UTF-8,
+// "key_base64", by the rule of JSON's group objects (appendJSONGroup):
+// with AppendJSONString alone, bytes that are not UTF-8 all became
+// U+FFFD, so two such keys came out equal and a diff could not be joined
+// with a report of either snapshot.
+func appendJSONKey(buf []byte, key string) []byte {
+	buf = append(buf, `"key":`...)
+	if utf8.ValidString(key) {
+		return appendJSONString(buf, key)
+	}
+	buf = append(buf, '"')
+	buf = appendJSONStringBody(buf, string(Sanitize(nil, key)))
+	buf = append(buf, `","key_base64":"`...)
+	buf = base64.StdEncoding.AppendEncode(buf, []byte(key))
+	return append(buf, '"')
 }
