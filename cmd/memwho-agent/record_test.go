@@ -216,3 +216,61 @@ func spooled(dir string) int {
 	m, _ := filepath.Glob(filepath.Join(dir, "*.sample.json"))
 	return len(m)
 }
+
+// TestRecordSpoolTarget: a sample spooled for one database while the
+// server was down is not flushed into another database the same spool
+// directory is later used with, but into its own.
+func TestRecordSpoolTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
+	}
+	srv := pgtest.Start(t)
+	fleetA, other := srv.CreateDB(t), srv.CreateDB(t)
+	spool := filepath.Join(t.TempDir(), "spool")
+	record := func(db string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"record", "--once", "--db", db, "--spool", spool, "--host", "h"}, &stdout, &stderr); code != cli.ExitOK {
+			t.Fatalf("record --db %s: exit %d: %s", db, code, stderr.String())
+		}
+		return stderr.String()
+	}
+	ctx := context.Background()
+	stored := func(db string) int {
+		t.Helper()
+		d, err := store.Open(ctx, db, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		n := 0
+		d.Samples(ctx, store.Query{NoRows: true}, func(*store.Sample) error { n++; return nil })
+		return n
+	}
+	srv.Stop()
+	record(fleetA)
+	if n := spooled(spool); n != 1 {
+		t.Fatalf("%d samples spooled with the server down, want 1", n)
+	}
+	srv.Start()
+	warn := record(other)
+	if n := stored(other); n != 1 {
+		t.Errorf("the other database holds %d samples, want its own 1: fleetA's spool was flushed into it", n)
+	}
+	if n := spooled(spool); n != 1 {
+		t.Errorf("%d samples spooled after recording into another database, want fleetA's 1 left", n)
+	}
+	if name := strings.TrimPrefix(fleetA[strings.LastIndex(fleetA, "/"):], "/"); !strings.Contains(warn, "wait for") || !strings.Contains(warn, "/"+strings.TrimSuffix(name, "?sslmode=disable")) {
+		t.Errorf("stderr %q does not say which database the spooled sample waits for", warn)
+	}
+	record(fleetA)
+	if n := stored(fleetA); n != 2 {
+		t.Errorf("fleetA holds %d samples after its recorder ran again, want 2", n)
+	}
+	if n := spooled(spool); n != 0 {
+		t.Errorf("%d samples left in the spool", n)
+	}
+}

@@ -51,8 +51,8 @@ type Config struct {
 	Keep    time.Duration
 	MaxSize int64
 	// Spool is where a shared (PostgreSQL) database's samples wait while
-	// the server is unreachable ("": spool/ in store.DefaultDir);
-	// SpoolMax bounds it in bytes.
+	// the server is unreachable ("": a directory per database under
+	// spool/ in store.DefaultDir); SpoolMax bounds it in bytes.
 	Spool    string
 	SpoolMax int64
 	// CgroupRoot is the cgroup file system memory limits are read from.
@@ -74,6 +74,9 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 				return nil, err
 			}
 			opt.SpoolDir = filepath.Join(dir, "spool")
+			// One default directory is shared by every database a
+			// user records into: each gets its own under it.
+			opt.SpoolPerTarget = true
 		}
 	}
 	return store.Open(ctx, cfg.DB, opt)

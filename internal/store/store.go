@@ -316,6 +316,13 @@ type OpenOptions struct {
 	// SpoolDir is where the PostgreSQL store keeps samples it could not
 	// write yet; "" disables spooling (Write then returns the error).
 	SpoolDir string
+	// SpoolPerTarget makes the spool a subdirectory of SpoolDir named by
+	// a hash of the database's identity (host, port, database, user), so
+	// that recorders of different databases never share one: for a
+	// default directory. Without it SpoolDir is the spool itself, and
+	// samples spooled there by older versions (which recorded no
+	// identity) are taken as this database's.
+	SpoolPerTarget bool
 	// SpoolMax bounds the spool in bytes; the oldest spooled samples are
 	// dropped beyond it. 0 means 64 MiB.
 	SpoolMax int64
