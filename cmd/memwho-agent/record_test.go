@@ -274,3 +274,32 @@ func TestRecordSpoolTarget(t *testing.T) {
 		t.Errorf("%d samples left in the spool", n)
 	}
 }
+
+// TestRecordMaxSizeKeepsNewest: a --max-size below one sample's size
+// keeps the newest sample, and says once that the bound is not met.
+func TestRecordMaxSizeKeepsNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantWarn int
+	}{
+		{name: "once, bare bytes", args: []string{"--max-size", "10", "--once"}, wantWarn: 1},
+		{name: "three samples", args: []string{"--max-size", "10B", "--count", "3", "--interval", "10ms"}, wantWarn: 1},
+		{name: "bound met", args: []string{"--max-size", "1GiB", "--count", "2", "--interval", "10ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "ms.db")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"record", "--db", db, "-p", strconv.Itoa(os.Getpid())}, tc.args...)
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if n := countSamples(t, db); n < 1 {
+				t.Errorf("%d samples left: retention deleted the newest", n)
+			}
+			if n := strings.Count(stderr.String(), "over --max-size"); n != tc.wantWarn {
+				t.Errorf("stderr %q warns %d times about the bound, want %d", stderr.String(), n, tc.wantWarn)
+			}
+		})
+	}
+}

@@ -102,6 +102,7 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		},
 	}
 	shared := store.Shared(cfg.DB)
+	overBound := false // warned that --max-size cannot be met
 	var (
 		snap sample.Snapshot
 		s    store.Sample
@@ -148,10 +149,17 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 				// normally one host's, and the size bound is the file's.
 				r.Host = ""
 			}
-			if p, err := st.Prune(context.WithoutCancel(ctx), r); err != nil {
+			p, err := st.Prune(context.WithoutCancel(ctx), r)
+			if err != nil {
 				warn.Print(fmt.Sprintf("retention: %v", err))
 			} else if p.Samples > 0 && cfg.Verbose {
 				fmt.Fprintf(log, "memwho: retention deleted %d samples (database now %d bytes)\n", p.Samples, p.Size)
+			}
+			if p.OverBound && !overBound {
+				// Once per run: it stays true at every sample, and the
+				// cure (a larger --max-size) is the user's.
+				overBound = true
+				warn.Print(fmt.Sprintf("retention: the history is %d bytes, over --max-size %d bytes with only its newest sample left: kept; raise --max-size", p.Size, cfg.MaxSize))
 			}
 		}
 		warn.OK()

@@ -247,7 +247,8 @@ type Retention struct {
 	// Before deletes samples older than this time (zero: none).
 	Before time.Time
 	// MaxSize deletes the oldest samples until the database holds at most
-	// this many bytes (0: no bound). Only the SQLite store supports it.
+	// this many bytes (0: no bound), never the newest sample (see
+	// Pruned.OverBound). Only the SQLite store supports it.
 	MaxSize int64
 	// Host, when not empty, restricts deletion to this host's samples
 	// (a shared PostgreSQL database: each recorder prunes its own).
@@ -261,6 +262,10 @@ type Pruned struct {
 	// Size is the database's size afterwards in bytes, when known (0
 	// otherwise).
 	Size int64
+	// OverBound says that Size is still above Retention.MaxSize because
+	// meeting it would have deleted the newest sample, which retention
+	// always keeps (the one just taken; deleting it left no history).
+	OverBound bool
 }
 
 // Store is a history database. Implementations are safe for use by one

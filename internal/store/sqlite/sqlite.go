@@ -437,7 +437,9 @@ func (d *DB) Size(ctx context.Context) (int64, error) {
 const pruneBatch = 100
 
 // Prune deletes samples older than r.Before and, with r.MaxSize, the
-// oldest samples until the pages in use fit (see the package doc).
+// oldest samples until the pages in use fit (see the package doc), but
+// never the newest one: when only it is left and the file is still over
+// the bound, Pruned.OverBound says so.
 func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
 	var p store.Pruned
 	if d.ins == nil {
@@ -469,6 +471,13 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 		// least one.
 		frac := float64(size-r.MaxSize)/float64(size) + 0.05
 		n := int64(math.Ceil(frac * float64(count)))
+		// The newest sample stays, whatever the bound: a bound below
+		// one sample's size emptied the whole history, the sample just
+		// taken included.
+		if n >= count {
+			n = max(count-1, 0)
+			p.OverBound = true
+		}
 		m, err := d.deleteOldest(ctx, r.Host, math.MaxInt64, n)
 		p.Samples += m
 		if err != nil {
@@ -489,6 +498,7 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 		}
 	}
 	p.Size = size
+	p.OverBound = p.OverBound && size > r.MaxSize
 	return p, nil
 }
 

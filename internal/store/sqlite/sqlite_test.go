@@ -241,6 +241,53 @@ func TestPruneSize(t *testing.T) {
 	}
 }
 
+// TestPruneKeepsNewest: a size bound that one sample alone exceeds
+// leaves the newest sample and says the bound is not met; a bound met
+// by deleting older samples says nothing.
+func TestPruneKeepsNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		samples  int
+		max      func(size int64) int64
+		wantLeft int
+		wantOver bool
+	}{
+		{name: "bound below one sample", samples: 3, max: func(int64) int64 { return 10 }, wantLeft: 1, wantOver: true},
+		{name: "one sample over the bound", samples: 1, max: func(int64) int64 { return 10 }, wantLeft: 1, wantOver: true},
+		{name: "bound met", samples: 40, max: func(size int64) int64 { return size * 3 / 4 }, wantOver: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openTemp(t)
+			ctx := context.Background()
+			in := storetest.Samples(tc.samples, "a")
+			for i := range in {
+				for j := range in[i].Rows {
+					in[i].Rows[j].Key += strings.Repeat("k", 1000)
+				}
+			}
+			storetest.Write(t, d, in)
+			size, err := d.Size(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := d.Prune(ctx, store.Retention{MaxSize: tc.max(size)})
+			if err != nil {
+				t.Fatalf("Prune: %v", err)
+			}
+			got := storetest.Read(t, d, store.Query{NoRows: true})
+			if len(got) == 0 || !got[len(got)-1].Time.Equal(in[len(in)-1].Time) {
+				t.Fatalf("after Prune(MaxSize %d bytes) of %d bytes: %d samples, the newest gone", tc.max(size), size, len(got))
+			}
+			if tc.wantLeft > 0 && len(got) != tc.wantLeft {
+				t.Errorf("%d samples left, want %d", len(got), tc.wantLeft)
+			}
+			if p.OverBound != tc.wantOver {
+				t.Errorf("OverBound = %v, want %v (size %d bytes, bound %d bytes)", p.OverBound, tc.wantOver, p.Size, tc.max(size))
+			}
+		})
+	}
+}
+
 // BenchmarkWrite: go test -run - -bench Write ./internal/store/sqlite
 // (one prepared INSERT per row: batching 64 rows per INSERT measured
 // about half as fast with this driver).
