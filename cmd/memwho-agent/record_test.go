@@ -303,3 +303,38 @@ func TestRecordMaxSizeKeepsNewest(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordOutageWarnings: while the server is down, record warns once
+// that it is unreachable (not a retention warning per sample), and -v
+// says that samples were spooled, not stored.
+func TestRecordOutageWarnings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
+	}
+	srv := pgtest.Start(t)
+	url := srv.CreateDB(t)
+	srv.Stop()
+	spool := filepath.Join(t.TempDir(), "spool")
+	var stdout, stderr bytes.Buffer
+	args := []string{"record", "--db", url, "--spool", spool, "--count", "4", "--interval", "20ms", "--keep", "30d", "-v", "-p", strconv.Itoa(os.Getpid())}
+	if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stderr.String()
+	for _, tc := range []struct {
+		what string
+		n    int
+	}{
+		{"memwho: warning: PostgreSQL unreachable", 1},
+		{"retention", 0},
+		{": spooled, not stored yet: ", 4},
+		{"memwho: warning:", 1},
+	} {
+		if n := strings.Count(out, tc.what); n != tc.n {
+			t.Errorf("stderr says %q %d times, want %d:\n%s", tc.what, n, tc.n, out)
+		}
+	}
+}

@@ -138,6 +138,20 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 			warn.Print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
 			continue
 		}
+		if sp, ok := st.(store.Spooler); ok && sp.Spooled() {
+			// The server is away: pruning would fail at every sample,
+			// and the outage is the store's one warning (and one when
+			// it is back). Warnings are not re-armed: nothing was
+			// stored.
+			if cfg.Verbose {
+				fmt.Fprintf(log, "memwho: sample %s: spooled, not stored yet: %d processes, %d rows, %v\n",
+					s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
 		if cfg.Keep > 0 || (cfg.MaxSize > 0 && !shared) {
 			r := store.Retention{Host: cfg.Host}
 			if cfg.Keep > 0 {

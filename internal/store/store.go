@@ -296,6 +296,13 @@ type Store interface {
 	Close() error
 }
 
+// Spooler is implemented by a Store that may keep a sample on disk
+// instead of storing it (PostgreSQL while the server is unreachable).
+type Spooler interface {
+	// Spooled reports whether the last Write spooled its sample.
+	Spooled() bool
+}
+
 // SafeExporter is implemented by a Store that can write the export with
 // its text cells (IsTextColumn) already neutralised as AppendSafeField
 // writes them, in the same pass as it formats the rows. The output must

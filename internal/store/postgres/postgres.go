@@ -55,7 +55,14 @@ type DB struct {
 	// waiting holds the targets (by file name tag) whose spooled samples
 	// were found here and reported: one warning per run each.
 	waiting map[string]bool
+	spooled bool // the last Write spooled its sample
 }
+
+var _ store.Spooler = (*DB)(nil)
+
+// Spooled reports whether the last Write spooled its sample instead of
+// storing it.
+func (d *DB) Spooled() bool { return d.spooled }
 
 var _ store.Store = (*DB)(nil)
 
@@ -386,6 +393,7 @@ func (d *DB) Version(ctx context.Context) (int, error) {
 func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
+	d.spooled = false
 	err := d.migrate(wctx)
 	if err == nil && d.spool != nil {
 		err = d.flushSpool(wctx)
@@ -404,6 +412,7 @@ func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 	if serr := d.spool.put(s, d.opt.Warn); serr != nil {
 		return fmt.Errorf("%w; and spooling failed: %v", err, serr)
 	}
+	d.spooled = true
 	return nil
 }
 
