@@ -338,3 +338,29 @@ func TestRecordOutageWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordMissingDirectory: a --db in a directory that does not exist
+// is one error line naming the directory, exit 1, nothing created.
+func TestRecordMissingDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct{ db, dir string }{
+		{"nonexistent/dir/h.db", "nonexistent/dir"},
+		{"file:nonexistent/h.db", "nonexistent"},
+	} {
+		t.Run(tc.db, func(t *testing.T) {
+			db := filepath.Join(root, strings.TrimPrefix(tc.db, "file:"))
+			if strings.HasPrefix(tc.db, "file:") {
+				db = "file:" + db
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"record", "--once", "--db", db, "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr)
+			want := "memwho: error: open history: directory " + filepath.Join(root, tc.dir) + " does not exist"
+			if code != cli.ExitFailure || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line %q…", code, stderr.String(), want)
+			}
+			if ents, _ := os.ReadDir(root); len(ents) != 0 {
+				t.Errorf("record created %s", ents[0].Name())
+			}
+		})
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memwho/memwho/internal/cgroup"
@@ -62,7 +64,8 @@ type Config struct {
 }
 
 // Open opens the history cfg names for writing, with a spool for a
-// shared database. Warnings (spooling started, samples dropped) go to
+// shared database. A SQLite file's directory must exist, unless it is
+// memwho's own (store.DefaultDir), which is created. Warnings (spooling started, samples dropped) go to
 // warn.
 func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
@@ -77,6 +80,17 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 			// One default directory is shared by every database a
 			// user records into: each gets its own under it.
 			opt.SpoolPerTarget = true
+		}
+	}
+	if !store.Shared(cfg.DB) {
+		// memwho's own state directory is created (mode 0700) when the
+		// history goes there; any other missing directory is the
+		// user's typo, refused by the store.
+		dir, err := store.DefaultDir()
+		if db := strings.TrimPrefix(cfg.DB, "file:"); err == nil && filepath.Dir(filepath.Clean(db)) == dir {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("create %s: %w", dir, err)
+			}
 		}
 	}
 	return store.Open(ctx, cfg.DB, opt)

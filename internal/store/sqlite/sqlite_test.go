@@ -18,12 +18,33 @@ import (
 
 func openTemp(t *testing.T) *DB {
 	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "sub", "history.db"), store.OpenOptions{})
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// TestMissingDirectory: a database in a directory that does not exist is
+// an error naming that directory, and nothing is created (a typo in
+// --db made a new tree and a new history, exit 0).
+func TestMissingDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct{ path, dir string }{
+		{"nonexistent/h.db", "nonexistent"},
+		{"nonexistent/dir/h.db", "nonexistent/dir"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, err := Open(context.Background(), filepath.Join(root, tc.path), store.OpenOptions{})
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(root, tc.dir)+" does not exist") {
+				t.Errorf("Open = %v, want an error naming %s", err, tc.dir)
+			}
+			if ents, _ := os.ReadDir(root); len(ents) != 0 {
+				t.Errorf("Open created %s", ents[0].Name())
+			}
+		})
+	}
 }
 
 func TestStore(t *testing.T) {
