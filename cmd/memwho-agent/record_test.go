@@ -364,3 +364,29 @@ func TestRecordMissingDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordPIDsGone: -p naming no running process warns once (samples
+// of 0 processes were stored silently); processes that exist do not.
+func TestRecordPIDsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pids     string
+		wantWarn int
+	}{
+		{name: "no such process", pids: "999999999", wantWarn: 1},
+		{name: "one gone, one here", pids: "999999999," + strconv.Itoa(os.Getpid())},
+		{name: "here", pids: strconv.Itoa(os.Getpid())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "h.db")
+			var stdout, stderr bytes.Buffer
+			args := []string{"record", "--db", db, "--count", "3", "--interval", "10ms", "-p", tc.pids}
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if n := strings.Count(stderr.String(), "memwho: warning: none of the processes -p names (999999999) is running"); n != tc.wantWarn {
+				t.Errorf("stderr %q: %d warnings, want %d", stderr.String(), n, tc.wantWarn)
+			}
+		})
+	}
+}

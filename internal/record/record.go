@@ -57,6 +57,9 @@ type Config struct {
 	// spool/ in store.DefaultDir); SpoolMax bounds it in bytes.
 	Spool    string
 	SpoolMax int64
+	// PIDs are the processes -p asked for (nil: all); when none of
+	// them is left, Run warns.
+	PIDs []int
 	// CgroupRoot is the cgroup file system memory limits are read from.
 	CgroupRoot string
 	// Verbose prints one line per sample (and per pruning) to Run's log.
@@ -117,6 +120,7 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 	}
 	shared := store.Shared(cfg.DB)
 	overBound := false // warned that --max-size cannot be met
+	pidsGone := false  // warned that -p's processes are all gone
 	var (
 		snap sample.Snapshot
 		s    store.Sample
@@ -138,6 +142,16 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		}
 		limits.Reset()
 		b.Fill(&s, &snap)
+		if len(cfg.PIDs) > 0 {
+			// Samples of no process are stored (the host's meminfo is
+			// still worth having) but would pass for a recording of
+			// the processes asked for: said once each time they are
+			// all gone.
+			if s.Procs == 0 && !pidsGone {
+				warn.Print(fmt.Sprintf("none of the processes -p names (%s) is running: samples hold no processes", pidList(cfg.PIDs)))
+			}
+			pidsGone = s.Procs == 0
+		}
 		// The write runs to completion even when a signal arrives: a
 		// sample is cheap to finish, and stopping is checked right after.
 		if err := st.Write(context.WithoutCancel(ctx), &s); err != nil {
@@ -200,6 +214,22 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		}
 	}
 	return nil
+}
+
+// pidList spells pids as -p takes them, at most ten.
+func pidList(pids []int) string {
+	var b strings.Builder
+	for i, p := range pids {
+		if i == 10 {
+			fmt.Fprintf(&b, ",… %d more", len(pids)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, p)
+	}
+	return b.String()
 }
 
 // BootID returns sys/kernel/random/boot_id of the procfs tree, "" if
