@@ -87,6 +87,7 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 		if pids, err = sample.ParsePIDs(f.pids); err != nil {
 			return nil, nil, cli.Usagef("-p: %v", err)
 		}
+		c.PIDs = pids
 	}
 	if c.Host = f.host; c.Host == "" {
 		if c.Host, err = os.Hostname(); err != nil {

@@ -216,3 +216,177 @@ func spooled(dir string) int {
 	m, _ := filepath.Glob(filepath.Join(dir, "*.sample.json"))
 	return len(m)
 }
+
+// TestRecordSpoolTarget: a sample spooled for one database while the
+// server was down is not flushed into another database the same spool
+// directory is later used with, but into its own.
+func TestRecordSpoolTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
+	}
+	srv := pgtest.Start(t)
+	fleetA, other := srv.CreateDB(t), srv.CreateDB(t)
+	spool := filepath.Join(t.TempDir(), "spool")
+	record := func(db string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"record", "--once", "--db", db, "--spool", spool, "--host", "h"}, &stdout, &stderr); code != cli.ExitOK {
+			t.Fatalf("record --db %s: exit %d: %s", db, code, stderr.String())
+		}
+		return stderr.String()
+	}
+	ctx := context.Background()
+	stored := func(db string) int {
+		t.Helper()
+		d, err := store.Open(ctx, db, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		n := 0
+		d.Samples(ctx, store.Query{NoRows: true}, func(*store.Sample) error { n++; return nil })
+		return n
+	}
+	srv.Stop()
+	record(fleetA)
+	if n := spooled(spool); n != 1 {
+		t.Fatalf("%d samples spooled with the server down, want 1", n)
+	}
+	srv.Start()
+	warn := record(other)
+	if n := stored(other); n != 1 {
+		t.Errorf("the other database holds %d samples, want its own 1: fleetA's spool was flushed into it", n)
+	}
+	if n := spooled(spool); n != 1 {
+		t.Errorf("%d samples spooled after recording into another database, want fleetA's 1 left", n)
+	}
+	if name := strings.TrimPrefix(fleetA[strings.LastIndex(fleetA, "/"):], "/"); !strings.Contains(warn, "wait for") || !strings.Contains(warn, "/"+strings.TrimSuffix(name, "?sslmode=disable")) {
+		t.Errorf("stderr %q does not say which database the spooled sample waits for", warn)
+	}
+	record(fleetA)
+	if n := stored(fleetA); n != 2 {
+		t.Errorf("fleetA holds %d samples after its recorder ran again, want 2", n)
+	}
+	if n := spooled(spool); n != 0 {
+		t.Errorf("%d samples left in the spool", n)
+	}
+}
+
+// TestRecordMaxSizeKeepsNewest: a --max-size below one sample's size
+// keeps the newest sample, and says once that the bound is not met.
+func TestRecordMaxSizeKeepsNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantWarn int
+	}{
+		{name: "once, bare bytes", args: []string{"--max-size", "10", "--once"}, wantWarn: 1},
+		{name: "three samples", args: []string{"--max-size", "10B", "--count", "3", "--interval", "10ms"}, wantWarn: 1},
+		{name: "bound met", args: []string{"--max-size", "1GiB", "--count", "2", "--interval", "10ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "ms.db")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"record", "--db", db, "-p", strconv.Itoa(os.Getpid())}, tc.args...)
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if n := countSamples(t, db); n < 1 {
+				t.Errorf("%d samples left: retention deleted the newest", n)
+			}
+			if n := strings.Count(stderr.String(), "over --max-size"); n != tc.wantWarn {
+				t.Errorf("stderr %q warns %d times about the bound, want %d", stderr.String(), n, tc.wantWarn)
+			}
+		})
+	}
+}
+
+// TestRecordOutageWarnings: while the server is down, record warns once
+// that it is unreachable (not a retention warning per sample), and -v
+// says that samples were spooled, not stored.
+func TestRecordOutageWarnings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
+	}
+	srv := pgtest.Start(t)
+	url := srv.CreateDB(t)
+	srv.Stop()
+	spool := filepath.Join(t.TempDir(), "spool")
+	var stdout, stderr bytes.Buffer
+	args := []string{"record", "--db", url, "--spool", spool, "--count", "4", "--interval", "20ms", "--keep", "30d", "-v", "-p", strconv.Itoa(os.Getpid())}
+	if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stderr.String()
+	for _, tc := range []struct {
+		what string
+		n    int
+	}{
+		{"memwho: warning: PostgreSQL unreachable", 1},
+		{"retention", 0},
+		{": spooled, not stored yet: ", 4},
+		{"memwho: warning:", 1},
+	} {
+		if n := strings.Count(out, tc.what); n != tc.n {
+			t.Errorf("stderr says %q %d times, want %d:\n%s", tc.what, n, tc.n, out)
+		}
+	}
+}
+
+// TestRecordMissingDirectory: a --db in a directory that does not exist
+// is one error line naming the directory, exit 1, nothing created.
+func TestRecordMissingDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct{ db, dir string }{
+		{"nonexistent/dir/h.db", "nonexistent/dir"},
+		{"file:nonexistent/h.db", "nonexistent"},
+	} {
+		t.Run(tc.db, func(t *testing.T) {
+			db := filepath.Join(root, strings.TrimPrefix(tc.db, "file:"))
+			if strings.HasPrefix(tc.db, "file:") {
+				db = "file:" + db
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"record", "--once", "--db", db, "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr)
+			want := "memwho: error: open history: directory " + filepath.Join(root, tc.dir) + " does not exist"
+			if code != cli.ExitFailure || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line %q…", code, stderr.String(), want)
+			}
+			if ents, _ := os.ReadDir(root); len(ents) != 0 {
+				t.Errorf("record created %s", ents[0].Name())
+			}
+		})
+	}
+}
+
+// TestRecordPIDsGone: -p naming no running process warns once (samples
+// of 0 processes were stored silently); processes that exist do not.
+func TestRecordPIDsGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pids     string
+		wantWarn int
+	}{
+		{name: "no such process", pids: "999999999", wantWarn: 1},
+		{name: "one gone, one here", pids: "999999999," + strconv.Itoa(os.Getpid())},
+		{name: "here", pids: strconv.Itoa(os.Getpid())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "h.db")
+			var stdout, stderr bytes.Buffer
+			args := []string{"record", "--db", db, "--count", "3", "--interval", "10ms", "-p", tc.pids}
+			if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if n := strings.Count(stderr.String(), "memwho: warning: none of the processes -p names (999999999) is running"); n != tc.wantWarn {
+				t.Errorf("stderr %q: %d warnings, want %d", stderr.String(), n, tc.wantWarn)
+			}
+		})
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memwho/memwho/internal/cgroup"
@@ -51,10 +53,13 @@ type Config struct {
 	Keep    time.Duration
 	MaxSize int64
 	// Spool is where a shared (PostgreSQL) database's samples wait while
-	// the server is unreachable ("": spool/ in store.DefaultDir);
-	// SpoolMax bounds it in bytes.
+	// the server is unreachable ("": a directory per database under
+	// spool/ in store.DefaultDir); SpoolMax bounds it in bytes.
 	Spool    string
 	SpoolMax int64
+	// PIDs are the processes -p asked for (nil: all); when none of
+	// them is left, Run warns.
+	PIDs []int
 	// CgroupRoot is the cgroup file system memory limits are read from.
 	CgroupRoot string
 	// Verbose prints one line per sample (and per pruning) to Run's log.
@@ -62,7 +67,8 @@ type Config struct {
 }
 
 // Open opens the history cfg names for writing, with a spool for a
-// shared database. Warnings (spooling started, samples dropped) go to
+// shared database. A SQLite file's directory must exist, unless it is
+// memwho's own (store.DefaultDir), which is created. Warnings (spooling started, samples dropped) go to
 // warn.
 func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
@@ -74,6 +80,20 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 				return nil, err
 			}
 			opt.SpoolDir = filepath.Join(dir, "spool")
+			// One default directory is shared by every database a
+			// user records into: each gets its own under it.
+			opt.SpoolPerTarget = true
+		}
+	}
+	if !store.Shared(cfg.DB) {
+		// memwho's own state directory is created (mode 0700) when the
+		// history goes there; any other missing directory is the
+		// user's typo, refused by the store.
+		dir, err := store.DefaultDir()
+		if db := strings.TrimPrefix(cfg.DB, "file:"); err == nil && filepath.Dir(filepath.Clean(db)) == dir {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("create %s: %w", dir, err)
+			}
 		}
 	}
 	return store.Open(ctx, cfg.DB, opt)
@@ -99,6 +119,8 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		},
 	}
 	shared := store.Shared(cfg.DB)
+	overBound := false // warned that --max-size cannot be met
+	pidsGone := false  // warned that -p's processes are all gone
 	var (
 		snap sample.Snapshot
 		s    store.Sample
@@ -120,6 +142,16 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		}
 		limits.Reset()
 		b.Fill(&s, &snap)
+		if len(cfg.PIDs) > 0 {
+			// Samples of no process are stored (the host's meminfo is
+			// still worth having) but would pass for a recording of
+			// the processes asked for: said once each time they are
+			// all gone.
+			if s.Procs == 0 && !pidsGone {
+				warn.Print(fmt.Sprintf("none of the processes -p names (%s) is running: samples hold no processes", pidList(cfg.PIDs)))
+			}
+			pidsGone = s.Procs == 0
+		}
 		// The write runs to completion even when a signal arrives: a
 		// sample is cheap to finish, and stopping is checked right after.
 		if err := st.Write(context.WithoutCancel(ctx), &s); err != nil {
@@ -134,6 +166,20 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 			warn.Print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
 			continue
 		}
+		if sp, ok := st.(store.Spooler); ok && sp.Spooled() {
+			// The server is away: pruning would fail at every sample,
+			// and the outage is the store's one warning (and one when
+			// it is back). Warnings are not re-armed: nothing was
+			// stored.
+			if cfg.Verbose {
+				fmt.Fprintf(log, "memwho: sample %s: spooled, not stored yet: %d processes, %d rows, %v\n",
+					s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
 		if cfg.Keep > 0 || (cfg.MaxSize > 0 && !shared) {
 			r := store.Retention{Host: cfg.Host}
 			if cfg.Keep > 0 {
@@ -145,10 +191,17 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 				// normally one host's, and the size bound is the file's.
 				r.Host = ""
 			}
-			if p, err := st.Prune(context.WithoutCancel(ctx), r); err != nil {
+			p, err := st.Prune(context.WithoutCancel(ctx), r)
+			if err != nil {
 				warn.Print(fmt.Sprintf("retention: %v", err))
 			} else if p.Samples > 0 && cfg.Verbose {
 				fmt.Fprintf(log, "memwho: retention deleted %d samples (database now %d bytes)\n", p.Samples, p.Size)
+			}
+			if p.OverBound && !overBound {
+				// Once per run: it stays true at every sample, and the
+				// cure (a larger --max-size) is the user's.
+				overBound = true
+				warn.Print(fmt.Sprintf("retention: the history is %d bytes, over --max-size %d bytes with only its newest sample left: kept; raise --max-size", p.Size, cfg.MaxSize))
 			}
 		}
 		warn.OK()
@@ -161,6 +214,22 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		}
 	}
 	return nil
+}
+
+// pidList spells pids as -p takes them, at most ten.
+func pidList(pids []int) string {
+	var b strings.Builder
+	for i, p := range pids {
+		if i == 10 {
+			fmt.Fprintf(&b, ",… %d more", len(pids)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, p)
+	}
+	return b.String()
 }
 
 // BootID returns sys/kernel/random/boot_id of the procfs tree, "" if

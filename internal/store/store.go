@@ -247,7 +247,8 @@ type Retention struct {
 	// Before deletes samples older than this time (zero: none).
 	Before time.Time
 	// MaxSize deletes the oldest samples until the database holds at most
-	// this many bytes (0: no bound). Only the SQLite store supports it.
+	// this many bytes (0: no bound), never the newest sample (see
+	// Pruned.OverBound). Only the SQLite store supports it.
 	MaxSize int64
 	// Host, when not empty, restricts deletion to this host's samples
 	// (a shared PostgreSQL database: each recorder prunes its own).
@@ -261,6 +262,10 @@ type Pruned struct {
 	// Size is the database's size afterwards in bytes, when known (0
 	// otherwise).
 	Size int64
+	// OverBound says that Size is still above Retention.MaxSize because
+	// meeting it would have deleted the newest sample, which retention
+	// always keeps (the one just taken; deleting it left no history).
+	OverBound bool
 }
 
 // Store is a history database. Implementations are safe for use by one
@@ -291,6 +296,13 @@ type Store interface {
 	Close() error
 }
 
+// Spooler is implemented by a Store that may keep a sample on disk
+// instead of storing it (PostgreSQL while the server is unreachable).
+type Spooler interface {
+	// Spooled reports whether the last Write spooled its sample.
+	Spooled() bool
+}
+
 // SafeExporter is implemented by a Store that can write the export with
 // its text cells (IsTextColumn) already neutralised as AppendSafeField
 // writes them, in the same pass as it formats the rows. The output must
@@ -316,6 +328,13 @@ type OpenOptions struct {
 	// SpoolDir is where the PostgreSQL store keeps samples it could not
 	// write yet; "" disables spooling (Write then returns the error).
 	SpoolDir string
+	// SpoolPerTarget makes the spool a subdirectory of SpoolDir named by
+	// a hash of the database's identity (host, port, database, user), so
+	// that recorders of different databases never share one: for a
+	// default directory. Without it SpoolDir is the spool itself, and
+	// samples spooled there by older versions (which recorded no
+	// identity) are taken as this database's.
+	SpoolPerTarget bool
 	// SpoolMax bounds the spool in bytes; the oldest spooled samples are
 	// dropped beyond it. 0 means 64 MiB.
 	SpoolMax int64

@@ -24,6 +24,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +52,17 @@ type DB struct {
 	spool    *spool // nil without OpenOptions.SpoolDir
 	migrated bool
 	down     bool // the last attempt to reach the server failed
+	// waiting holds the targets (by file name tag) whose spooled samples
+	// were found here and reported: one warning per run each.
+	waiting map[string]bool
+	spooled bool // the last Write spooled its sample
 }
+
+var _ store.Spooler = (*DB)(nil)
+
+// Spooled reports whether the last Write spooled its sample instead of
+// storing it.
+func (d *DB) Spooled() bool { return d.spooled }
 
 var _ store.Store = (*DB)(nil)
 
@@ -102,10 +115,19 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 		return d, nil
 	}
 	if opt.SpoolDir != "" {
-		if d.spool, err = openSpool(opt.SpoolDir, opt.SpoolMax); err != nil {
+		target := Identity(cfg.ConnConfig)
+		dir := opt.SpoolDir
+		if opt.SpoolPerTarget {
+			dir = filepath.Join(dir, targetTag(target))
+		}
+		if d.spool, err = openSpool(dir, opt.SpoolMax, target, !opt.SpoolPerTarget); err != nil {
 			pool.Close()
 			return nil, err
 		}
+		if opt.SpoolPerTarget {
+			d.warnLegacy(opt.SpoolDir)
+		}
+		d.warnWaiting()
 	}
 	mctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	err = d.migrate(mctx)
@@ -118,6 +140,70 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 		d.setDown(true, err)
 	}
 	return d, nil
+}
+
+// Identity names the database a connection configuration reaches, for
+// telling spools apart: user, host, port and database, and the
+// search_path or options parameters that choose a schema in it; never
+// the password.
+func Identity(c *pgx.ConnConfig) string {
+	u := url.URL{Scheme: "postgres", User: url.User(c.User), Host: net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), Path: "/" + c.Database}
+	q := url.Values{}
+	for _, k := range []string{"search_path", "options"} {
+		if v := c.RuntimeParams[k]; v != "" {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// warnLegacy warns once about samples an older version spooled in dir,
+// the spool directory shared by all databases then: which database they
+// are for is not recorded, so they are kept for the user to name it.
+func (d *DB) warnLegacy(dir string) {
+	old := &spool{dir: dir, legacy: true}
+	legacy, _, _ := old.listAll()
+	n := len(legacy)
+	if n > 0 && d.opt.Warn != nil {
+		d.opt.Warn(fmt.Sprintf("%d samples spooled by an older memwho wait in %s for a database it did not record; kept: write them with --spool %s and the --db they belong to", n, dir, dir))
+	}
+}
+
+// warnWaiting warns once per target about samples in the spool that
+// wait for another database than this one; they are left in place.
+func (d *DB) warnWaiting() {
+	if d.opt.Warn == nil {
+		return
+	}
+	_, others, _ := d.spool.listAll()
+	count := map[string]int{}
+	first := map[string]string{}
+	var tags []string
+	for _, name := range others {
+		tag := tagOf(name)
+		if d.waiting[tag] {
+			continue
+		}
+		if count[tag] == 0 {
+			tags = append(tags, tag)
+			first[tag] = name
+		}
+		count[tag]++
+	}
+	for _, tag := range tags {
+		if d.waiting == nil {
+			d.waiting = map[string]bool{}
+		}
+		d.waiting[tag] = true
+		target := "a database an older memwho did not record"
+		if tag != "" {
+			if target = d.spool.targetOf(first[tag]); target == "" {
+				target = "another database"
+			}
+		}
+		d.opt.Warn(fmt.Sprintf("%d samples in spool %s wait for %s, not this one (%s); left in place", count[tag], d.spool.dir, target, d.spool.target))
+	}
 }
 
 // retryable says whether err means "the server is not there right now"
@@ -307,6 +393,7 @@ func (d *DB) Version(ctx context.Context) (int, error) {
 func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
+	d.spooled = false
 	err := d.migrate(wctx)
 	if err == nil && d.spool != nil {
 		err = d.flushSpool(wctx)
@@ -325,6 +412,7 @@ func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 	if serr := d.spool.put(s, d.opt.Warn); serr != nil {
 		return fmt.Errorf("%w; and spooling failed: %v", err, serr)
 	}
+	d.spooled = true
 	return nil
 }
 
@@ -335,9 +423,13 @@ func (d *DB) flushSpool(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.warnWaiting()
 	var s store.Sample
 	for _, name := range names {
-		if err := d.spool.get(name, &s); err != nil {
+		if _, err := d.spool.get(name, &s); errors.Is(err, errOtherTarget) {
+			// Named as ours but another database's: leave it.
+			continue
+		} else if err != nil {
 			// A torn or foreign file: keep going without it.
 			if d.opt.Warn != nil {
 				d.opt.Warn(fmt.Sprintf("dropping unreadable spooled sample %s: %v", name, err))

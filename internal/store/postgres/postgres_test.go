@@ -4,7 +4,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,7 +241,7 @@ func TestSpoolBound(t *testing.T) {
 	}
 	os.RemoveAll(dir)
 	max := int64(len(one))*4 + 10
-	sp, err := openSpool(dir, max)
+	sp, err := openSpool(dir, max, "postgres://u@h:5432/db", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestSpoolBound(t *testing.T) {
 		t.Fatalf("spool holds %d samples with room for 4", len(names))
 	}
 	var s store.Sample
-	if err := sp.get(names[0], &s); err != nil || !s.Time.Equal(in[6].Time) {
+	if _, err := sp.get(names[0], &s); err != nil || !s.Time.Equal(in[6].Time) {
 		t.Errorf("oldest kept sample is from %v (%v), want %v: the oldest are dropped", s.Time, err, in[6].Time)
 	}
 	if len(warned) == 0 {
@@ -266,7 +268,7 @@ func TestSpoolBound(t *testing.T) {
 }
 
 func mustPut(t *testing.T, dir string, s *store.Sample) string {
-	sp, err := openSpool(dir, 1<<30)
+	sp, err := openSpool(dir, 1<<30, "postgres://u@h:5432/db", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +301,163 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	defer d.Close()
 	storetest.BenchmarkWrite(b, d)
+}
+
+// TestSpoolTargets: samples spooled for one database are never written
+// into another. A spool shared by two targets (an explicit --spool)
+// keeps the other's samples, with one warning naming that database;
+// files of older versions (no identity) go to an explicitly given
+// target, and in the per-target default they stay with a warning.
+func TestSpoolTargets(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	identity := func(url string) string {
+		c, err := pgx.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Identity(c)
+	}
+	in := storetest.Samples(4, "h")
+	// spoolFor leaves s in dir as a recorder of target left it when the
+	// server went away.
+	spoolFor := func(dir, target string, s *store.Sample) {
+		sp, err := openSpool(dir, 0, target, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.put(s, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// legacyFile writes s as versions without an identity did.
+	legacyFile := func(dir string, s *store.Sample) {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(dir, 0o700)
+		name := fmt.Sprintf("%020d-%06d-%d%s", store.Millis(s.Time), 1, 1, spoolExt)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(url string) int {
+		d, err := Open(ctx, url, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		return len(storetest.Read(t, d, store.Query{}))
+	}
+
+	for _, tc := range []struct {
+		name   string
+		perDir bool // a default directory: SpoolPerTarget
+		legacy bool // a file of an older version in the directory given
+		// wantB: samples in B after its recorder wrote two (a legacy
+		// file in a directory given explicitly is taken as B's); wantA:
+		// in A after its own recorder wrote one.
+		wantB, wantA int
+		// wantWarn: what B's recorder warns, one line each.
+		wantWarn []string
+	}{
+		{name: "shared dir", wantB: 2, wantA: 2, wantWarn: []string{"1 samples in spool * wait for $A, not this one ($B); left in place"}},
+		{name: "shared dir, legacy file", legacy: true, wantB: 3, wantA: 2, wantWarn: []string{"1 samples in spool * wait for $A, not this one ($B); left in place"}},
+		{name: "default dir", perDir: true, wantB: 2, wantA: 2},
+		{name: "default dir, legacy file", perDir: true, legacy: true, wantB: 2, wantA: 2, wantWarn: []string{"1 samples spooled by an older memwho wait in * for a database it did not record; kept: *"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A password in the URL must never reach a file or warning.
+			a := strings.Replace(srv.CreateDB(t), "memwho@", "memwho:secret@", 1)
+			b := strings.Replace(srv.CreateDB(t), "memwho@", "memwho:secret@", 1)
+			dir := filepath.Join(t.TempDir(), "spool")
+			spoolA := dir
+			if tc.perDir {
+				spoolA = filepath.Join(dir, targetTag(identity(a)))
+			}
+			spoolFor(spoolA, identity(a), &in[0])
+			if tc.legacy {
+				legacyFile(dir, &in[1])
+			}
+			var warnings []string
+			opt := store.OpenOptions{SpoolDir: dir, SpoolPerTarget: tc.perDir, Warn: func(m string) { warnings = append(warnings, m) }}
+			d, err := Open(ctx, b, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			storetest.Write(t, d, in[2:4])
+			d.Close()
+			if got := count(b); got != tc.wantB {
+				t.Errorf("B holds %d samples, want %d", got, tc.wantB)
+			}
+			if len(warnings) != len(tc.wantWarn) {
+				t.Errorf("warnings %q, want %d", warnings, len(tc.wantWarn))
+			}
+			for i, w := range tc.wantWarn {
+				w = strings.NewReplacer("$A", identity(a), "$B", identity(b)).Replace(w)
+				if len(warnings) <= i || !like(w, warnings[i]) {
+					t.Errorf("warning %q, want %q", warnings, w)
+				}
+			}
+			for _, f := range append(glob(dir), glob(spoolA)...) {
+				if b, _ := os.ReadFile(f); strings.Contains(string(b), "secret") {
+					t.Errorf("%s holds the password", f)
+				}
+			}
+			d, err = Open(ctx, a, store.OpenOptions{SpoolDir: dir, SpoolPerTarget: tc.perDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			storetest.Write(t, d, in[2:3])
+			d.Close()
+			if got := count(a); got != tc.wantA {
+				t.Errorf("A holds %d samples after its recorder ran, want %d", got, tc.wantA)
+			}
+			if n := len(glob(spoolA)); n != 0 && !(tc.legacy && tc.perDir) {
+				t.Errorf("%d files left in A's spool", n)
+			}
+			if n := len(glob(dir)); tc.perDir && tc.legacy && n != 1 {
+				t.Errorf("%d files in the default directory, want the legacy one kept", n)
+			}
+		})
+	}
+}
+
+// like matches s against pattern, where * stands for any text.
+func like(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) || !strings.HasSuffix(s, parts[len(parts)-1]) {
+		return false
+	}
+	for _, p := range parts {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
+func glob(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+spoolExt))
+	return m
+}
+
+// TestIdentity: what tells two databases apart, without the password.
+func TestIdentity(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"postgres://memwho:secret@db.example.com/fleetA", "postgres://memwho@db.example.com:5432/fleetA"},
+		{"postgres://memwho@db.example.com:6543/fleetB?sslmode=disable", "postgres://memwho@db.example.com:6543/fleetB"},
+		{"postgres://memwho@db/memwho?options=-csearch_path%3Dm", "postgres://memwho@db:5432/memwho?options=-csearch_path%3Dm"},
+	} {
+		c, err := pgx.ParseConfig(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Identity(c); got != tc.want {
+			t.Errorf("Identity(%s) = %s, want %s", tc.url, got, tc.want)
+		}
+	}
 }

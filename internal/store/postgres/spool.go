@@ -3,6 +3,8 @@
 package postgres
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +21,13 @@ import (
 
 // spool keeps samples that could not be written yet, one JSON file per
 // sample named by its time (Unix milliseconds, zero-padded, so that name
-// order is time order). A file is written through package atomicfile
+// order is time order) and the hash of its target's identity (see
+// targetID); the file holds the identity itself too. A spool belongs to
+// one database: files of another target are left alone (not written, not
+// counted, not dropped), so that a spool directory shared by recorders of
+// two databases, or a test against a wrong URL, never mixes histories.
+// Files without an identity (written before it existed) are legacy: see
+// spool.legacy. A file is written through package atomicfile
 // (mode 0600, a new temporary name, synced and renamed), so a crash
 // leaves either a whole sample or a temporary file that is ignored and
 // removed, and a full disk is an error, not a truncated sample. The directory is bounded: beyond max bytes the
@@ -28,6 +36,20 @@ type spool struct {
 	dir string
 	max int64
 	seq atomic.Int64
+	// target is the identity of the database this spool's samples are
+	// for, tag its hash as it appears in file names.
+	target, tag string
+	// legacy: files without an identity are this target's too. Only
+	// when the spool directory was given explicitly: whoever named it
+	// and the database said they go together.
+	legacy bool
+}
+
+// spooled is a spool file's content: the sample, and the identity of the
+// database it is for ("" in files of older versions).
+type spooled struct {
+	Target string `json:"MemwhoTarget,omitempty"`
+	store.Sample
 }
 
 // defaultSpoolMax bounds the spool when OpenOptions.SpoolMax is 0.
@@ -35,7 +57,7 @@ const defaultSpoolMax = 64 << 20
 
 const spoolExt = ".sample.json"
 
-func openSpool(dir string, max int64) (*spool, error) {
+func openSpool(dir string, max int64, target string, legacy bool) (*spool, error) {
 	if max <= 0 {
 		max = defaultSpoolMax
 	}
@@ -50,17 +72,25 @@ func openSpool(dir string, max int64) (*spool, error) {
 			}
 		}
 	}
-	return &spool{dir: dir, max: max}, nil
+	return &spool{dir: dir, max: max, target: target, tag: targetTag(target), legacy: legacy}, nil
+}
+
+// targetTag is the part of a file name (and of the default spool
+// directory) that names the target: a hash, so that a name never holds
+// a host or user name, and has a fixed length.
+func targetTag(target string) string {
+	h := sha256.Sum256([]byte(target))
+	return hex.EncodeToString(h[:8])
 }
 
 // put writes s to the spool and drops the oldest samples if the spool
 // is then over its bound.
 func (sp *spool) put(s *store.Sample, warn func(string)) error {
-	b, err := json.Marshal(s)
+	b, err := json.Marshal(spooled{Target: sp.target, Sample: *s})
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	name := fmt.Sprintf("%020d-%06d-%d%s", store.Millis(s.Time), sp.seq.Add(1)%1e6, os.Getpid(), spoolExt)
+	name := fmt.Sprintf("%020d-%06d-%d.%s%s", store.Millis(s.Time), sp.seq.Add(1)%1e6, os.Getpid(), sp.tag, spoolExt)
 	f, err := atomicfile.Create(filepath.Join(sp.dir, name), 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -100,32 +130,82 @@ func (sp *spool) trim(warn func(string)) error {
 	return nil
 }
 
-// list returns the spooled samples' file names, oldest first.
+// list returns the names of the samples spooled for this target, oldest
+// first.
 func (sp *spool) list() ([]string, error) {
+	names, _, err := sp.listAll()
+	return names, err
+}
+
+// tagOf returns the target tag in a spool file's name, "" for a file of
+// an older version.
+func tagOf(name string) string {
+	base := strings.TrimSuffix(name, spoolExt)
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		return base[i+1:]
+	}
+	return ""
+}
+
+// listAll returns the names of the samples spooled for this target,
+// oldest first, and the names of the others.
+func (sp *spool) listAll() (own, others []string, err error) {
 	ents, err := os.ReadDir(sp.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, nil, fmt.Errorf("spool: %w", err)
 	}
-	var names []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), spoolExt) {
-			names = append(names, e.Name())
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), spoolExt) {
+			continue
+		}
+		switch tag := tagOf(e.Name()); {
+		case tag == sp.tag, tag == "" && sp.legacy:
+			own = append(own, e.Name())
+		default:
+			others = append(others, e.Name())
 		}
 	}
-	slices.Sort(names)
-	return names, nil
+	slices.Sort(own)
+	slices.Sort(others)
+	return own, others, nil
 }
 
-func (sp *spool) get(name string, s *store.Sample) error {
+// errOtherTarget is get's error for a file whose content names another
+// database than its name says (a hash collision, or a renamed file).
+var errOtherTarget = errors.New("spooled for another database")
+
+// get reads a spooled sample of this target into s; it returns the
+// target the file names.
+func (sp *spool) get(name string, s *store.Sample) (string, error) {
 	b, err := os.ReadFile(filepath.Join(sp.dir, name))
 	if err != nil {
-		return err
+		return "", err
 	}
-	*s = store.Sample{}
-	return json.Unmarshal(b, s)
+	var f spooled
+	if err := json.Unmarshal(b, &f); err != nil {
+		return "", err
+	}
+	*s = f.Sample
+	if f.Target != sp.target && (f.Target != "" || !sp.legacy) {
+		return f.Target, errOtherTarget
+	}
+	return f.Target, nil
+}
+
+// targetOf returns the identity a spool file names ("" if unreadable or
+// written by an older version).
+func (sp *spool) targetOf(name string) string {
+	var f struct {
+		Target string `json:"MemwhoTarget"`
+	}
+	b, err := os.ReadFile(filepath.Join(sp.dir, name))
+	if err == nil {
+		json.Unmarshal(b, &f)
+	}
+	return f.Target
 }
 
 func (sp *spool) remove(name string) { os.Remove(filepath.Join(sp.dir, name)) }

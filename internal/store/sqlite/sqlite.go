@@ -169,7 +169,7 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 
 // prepareFile checks the database path and its side files and, unless
 // mustExist, creates a missing database file (mode 0600, never through a
-// symlink). It returns the file's identity for the check after SQLite
+// symlink) in an existing directory. It returns the file's identity for the check after SQLite
 // opened it.
 func prepareFile(path string, mustExist bool) (os.FileInfo, error) {
 	st, err := os.Lstat(path)
@@ -177,8 +177,11 @@ func prepareFile(path string, mustExist bool) (os.FileInfo, error) {
 		if mustExist {
 			return nil, fmt.Errorf("%w: %s does not exist", store.ErrNoHistory, path)
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("create database directory: %w", err)
+		// Only the file is created: a typo in a directory name must not
+		// start a new history in a new tree. (memwho's own default
+		// directory is created by its caller, record.Open.)
+		if dir := filepath.Dir(path); !isDir(dir) {
+			return nil, fmt.Errorf("directory %s does not exist: create it first, or give another path", dir)
 		}
 		f, cerr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 		if cerr != nil && !errors.Is(cerr, fs.ErrExist) {
@@ -204,6 +207,12 @@ func prepareFile(path string, mustExist bool) (os.FileInfo, error) {
 		}
 	}
 	return st, nil
+}
+
+// isDir reports whether path is a directory (or a link to one).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 func regular(path string, st os.FileInfo) error {
@@ -437,7 +446,9 @@ func (d *DB) Size(ctx context.Context) (int64, error) {
 const pruneBatch = 100
 
 // Prune deletes samples older than r.Before and, with r.MaxSize, the
-// oldest samples until the pages in use fit (see the package doc).
+// oldest samples until the pages in use fit (see the package doc), but
+// never the newest one: when only it is left and the file is still over
+// the bound, Pruned.OverBound says so.
 func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
 	var p store.Pruned
 	if d.ins == nil {
@@ -469,6 +480,13 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 		// least one.
 		frac := float64(size-r.MaxSize)/float64(size) + 0.05
 		n := int64(math.Ceil(frac * float64(count)))
+		// The newest sample stays, whatever the bound: a bound below
+		// one sample's size emptied the whole history, the sample just
+		// taken included.
+		if n >= count {
+			n = max(count-1, 0)
+			p.OverBound = true
+		}
 		m, err := d.deleteOldest(ctx, r.Host, math.MaxInt64, n)
 		p.Samples += m
 		if err != nil {
@@ -489,6 +507,7 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 		}
 	}
 	p.Size = size
+	p.OverBound = p.OverBound && size > r.MaxSize
 	return p, nil
 }
 

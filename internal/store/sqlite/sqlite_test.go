@@ -18,12 +18,33 @@ import (
 
 func openTemp(t *testing.T) *DB {
 	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "sub", "history.db"), store.OpenOptions{})
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// TestMissingDirectory: a database in a directory that does not exist is
+// an error naming that directory, and nothing is created (a typo in
+// --db made a new tree and a new history, exit 0).
+func TestMissingDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct{ path, dir string }{
+		{"nonexistent/h.db", "nonexistent"},
+		{"nonexistent/dir/h.db", "nonexistent/dir"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, err := Open(context.Background(), filepath.Join(root, tc.path), store.OpenOptions{})
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(root, tc.dir)+" does not exist") {
+				t.Errorf("Open = %v, want an error naming %s", err, tc.dir)
+			}
+			if ents, _ := os.ReadDir(root); len(ents) != 0 {
+				t.Errorf("Open created %s", ents[0].Name())
+			}
+		})
+	}
 }
 
 func TestStore(t *testing.T) {
@@ -238,6 +259,53 @@ func TestPruneSize(t *testing.T) {
 	}
 	if err := d.Check(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPruneKeepsNewest: a size bound that one sample alone exceeds
+// leaves the newest sample and says the bound is not met; a bound met
+// by deleting older samples says nothing.
+func TestPruneKeepsNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		samples  int
+		max      func(size int64) int64
+		wantLeft int
+		wantOver bool
+	}{
+		{name: "bound below one sample", samples: 3, max: func(int64) int64 { return 10 }, wantLeft: 1, wantOver: true},
+		{name: "one sample over the bound", samples: 1, max: func(int64) int64 { return 10 }, wantLeft: 1, wantOver: true},
+		{name: "bound met", samples: 40, max: func(size int64) int64 { return size * 3 / 4 }, wantOver: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openTemp(t)
+			ctx := context.Background()
+			in := storetest.Samples(tc.samples, "a")
+			for i := range in {
+				for j := range in[i].Rows {
+					in[i].Rows[j].Key += strings.Repeat("k", 1000)
+				}
+			}
+			storetest.Write(t, d, in)
+			size, err := d.Size(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := d.Prune(ctx, store.Retention{MaxSize: tc.max(size)})
+			if err != nil {
+				t.Fatalf("Prune: %v", err)
+			}
+			got := storetest.Read(t, d, store.Query{NoRows: true})
+			if len(got) == 0 || !got[len(got)-1].Time.Equal(in[len(in)-1].Time) {
+				t.Fatalf("after Prune(MaxSize %d bytes) of %d bytes: %d samples, the newest gone", tc.max(size), size, len(got))
+			}
+			if tc.wantLeft > 0 && len(got) != tc.wantLeft {
+				t.Errorf("%d samples left, want %d", len(got), tc.wantLeft)
+			}
+			if p.OverBound != tc.wantOver {
+				t.Errorf("OverBound = %v, want %v (size %d bytes, bound %d bytes)", p.OverBound, tc.wantOver, p.Size, tc.max(size))
+			}
+		})
 	}
 }
 
