@@ -23,7 +23,7 @@ type recordFlags struct {
 	history                 historyFlags
 	host, groups, procDir   string
 	pids                    string
-	count                   int
+	count, fullEvery        int
 	once, fast              bool
 	keep, maxSize, spoolMax string
 	cfg                     record.Config
@@ -33,6 +33,7 @@ func (f *recordFlags) register(fs *flag.FlagSet) {
 	f.history.register(fs)
 	fs.DurationVar(&f.cfg.Interval, "interval", time.Minute, "")
 	fs.IntVar(&f.count, "count", 0, "")
+	fs.IntVar(&f.fullEvery, "full-every", engine.DefaultFullEvery, "")
 	fs.BoolVar(&f.once, "once", false, "")
 	fs.StringVar(&f.keep, "keep", "30d", "")
 	fs.StringVar(&f.maxSize, "max-size", "1GiB", "")
@@ -62,6 +63,9 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 	}
 	if f.count < 0 {
 		return nil, nil, cli.Usagef("--count: must not be negative")
+	}
+	if f.fullEvery < 1 {
+		return nil, nil, cli.Usagef("--full-every: must be at least 1")
 	}
 	c.Count = f.count
 	if f.once {
@@ -152,6 +156,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer procFS.Close()
 	sc, err := newRecordScanner(engine.Options{
 		FS: procFS,
+		// A process whose statm did not move keeps its figures for up
+		// to K samples, while the pages it shares may move (the stale
+		// bound, docs/agent.md): --full-every 1 stores every figure
+		// fresh, at a full walk's cost per sample.
+		FullEvery: f.fullEvery,
 		// Every process whose statm moved is walked again at every
 		// sample: a figure held back by the walk budget would be
 		// stored with a later time and bend the leak slopes.

@@ -100,6 +100,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--spool"}, Arg: "DIR", Help: "PostgreSQL: where samples wait while the server is unreachable (default: spool/ in memwho's state directory)"},
 		{Names: []string{"--spool-max"}, Arg: "SIZE", Help: "PostgreSQL: bound of the spool; the oldest samples are dropped beyond it (default 64MiB)"},
 		{Names: []string{"-p", "--pid"}, Arg: "PIDS", Help: "only these processes (comma-separated)"},
+		{Names: []string{"--full-every"}, Arg: "K", Help: "walk every process's page tables at least every K samples (default 60): between, a process whose memory did not change keeps its figures, and its share of shared pages may have moved; 1 stores every figure fresh, at a full walk per sample"},
 		{Names: []string{"--fast"}, Arg: "", Help: "RSS-based estimates only (no page-table walks)"},
 		{Names: []string{"--proc"}, Arg: "DIR", Help: "procfs tree to read (default /proc)"},
 		{Names: []string{"--cgroup-root"}, Arg: "DIR", Help: "cgroup file system, for memory limits (default /sys/fs/cgroup)"},

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/memwho/memwho/internal/cli"
+	"github.com/memwho/memwho/internal/engine"
+	"github.com/memwho/memwho/internal/record"
+)
+
+// TestAudit17RecordFullEvery: record's forced walk was fixed at 60
+// samples, so a figure could stay an hour stale at the default interval
+// with no way to tune it (audit of 2026-11-26). --full-every K reaches the
+// engine; K < 1 is a usage error.
+func TestAudit17RecordFullEvery(t *testing.T) {
+	saved := newRecordScanner
+	t.Cleanup(func() { newRecordScanner = saved })
+	var got int
+	stop := errors.New("stop here")
+	newRecordScanner = func(opt engine.Options) (record.Scanner, error) {
+		got = opt.FullEvery
+		return nil, stop
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, engine.DefaultFullEvery},
+		{[]string{"--full-every", "1"}, 1},
+		{[]string{"--full-every", "7"}, 7},
+	} {
+		got = -1
+		db := filepath.Join(t.TempDir(), "h.db")
+		var stdout, stderr bytes.Buffer
+		run(context.Background(), append([]string{"record", "--db", db, "--once"}, c.args...), &stdout, &stderr)
+		if got != c.want {
+			t.Errorf("record %v: the engine got FullEvery %d, want %d (%s)", c.args, got, c.want, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"record", "--db", filepath.Join(t.TempDir(), "h.db"), "--once", "--full-every", "0"}, &stdout, &stderr); code != cli.ExitUsage {
+		t.Errorf("--full-every 0: exit %d, want %d: %s", code, cli.ExitUsage, stderr.String())
+	}
+}
