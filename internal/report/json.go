@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"io"
 	"strconv"
 	"strings"
@@ -208,16 +207,8 @@ func appendJSONLedger(buf []byte, name string, lines []sample.LedgerLine, fromPr
 }
 
 func appendJSONGroup(buf []byte, g *sample.Group, conns bool) []byte {
-	buf = append(buf, `{"key":`...)
-	if utf8.ValidString(g.Key) {
-		buf = appendJSONString(buf, g.Key)
-	} else {
-		buf = append(buf, '"')
-		buf = appendJSONStringBody(buf, string(Sanitize(nil, g.Key)))
-		buf = append(buf, `","key_base64":"`...)
-		buf = base64.StdEncoding.AppendEncode(buf, []byte(g.Key))
-		buf = append(buf, '"')
-	}
+	buf = append(buf, '{')
+	buf = appendJSONKey(buf, g.Key)
 	buf = appendJSONInt(buf, "count", g.Count, true)
 	buf = append(buf, `,"pids":[`...)
 	for i, pid := range g.PIDs {
