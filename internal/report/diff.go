@@ -214,8 +214,8 @@ func diffTotals(changes []sample.Change) (before, after sample.Group) {
 }
 
 // appendJSONKey appends "key" and, for a key that is not valid UTF-8,
-// "key_base64", by the rule of JSON's group objects (appendJSONGroup):
-// with AppendJSONString alone, bytes that are not UTF-8 all became
+// "key_base64": the rule of the report's group objects and the diff's
+// rows alike. With AppendJSONString alone, bytes that are not UTF-8 all became
 // U+FFFD, so two such keys came out equal and a diff could not be joined
 // with a report of either snapshot.
 func appendJSONKey(buf []byte, key string) []byte {
