@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
@@ -44,5 +48,38 @@ func TestAudit17RecordFullEvery(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"record", "--db", filepath.Join(t.TempDir(), "h.db"), "--once", "--full-every", "0"}, &stdout, &stderr); code != cli.ExitUsage {
 		t.Errorf("--full-every 0: exit %d, want %d: %s", code, cli.ExitUsage, stderr.String())
+	}
+}
+
+// TestAudit17RecordFileRemoved: a SQLite history removed while record
+// runs took every later sample into an unlinked file, with exit 0 (audit
+// of 2026-11-26). The next sample finds it gone and record fails, naming
+// it.
+func TestAudit17RecordFileRemoved(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "gone.db")
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() {
+		done <- run(context.Background(), []string{"record", "--db", db, "--interval", "200ms", "--count", "50", "--groups", "none", "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(db); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(db + suffix)
+	}
+	select {
+	case code := <-done:
+		if code != cli.ExitFailure || !strings.Contains(stderr.String(), "the history "+db+" was removed or replaced while recording") {
+			t.Errorf("record after its file was removed: exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("record ran on after its history file was removed")
 	}
 }

@@ -119,6 +119,14 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 		},
 	}
 	shared := store.Shared(cfg.DB)
+	// A SQLite file removed or replaced under a running recorder took
+	// every later sample into an unlinked inode, with exit 0 (audit of
+	// 2026-11-26): the file is the one opened, checked before each write.
+	file := store.FilePath(cfg.DB)
+	var opened os.FileInfo
+	if file != "" {
+		opened, _ = os.Stat(file)
+	}
 	overBound := false // warned that --max-size cannot be met
 	pidsGone := false  // warned that -p's processes are all gone
 	var (
@@ -151,6 +159,11 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 				warn.Print(fmt.Sprintf("none of the processes -p names (%s) is running: samples hold no processes", pidList(cfg.PIDs)))
 			}
 			pidsGone = s.Procs == 0
+		}
+		if opened != nil {
+			if now, err := os.Stat(file); err != nil || !os.SameFile(opened, now) {
+				return fmt.Errorf("the history %s was removed or replaced while recording: sample of %s not stored (start record again)", file, s.Time.Format(time.TimeOnly))
+			}
 		}
 		// The write runs to completion even when a signal arrives: a
 		// sample is cheap to finish, and stopping is checked right after.

@@ -398,6 +398,16 @@ func Shared(target string) bool {
 	return scheme != ""
 }
 
+// FilePath returns the SQLite file a target names, "" for a server
+// (PostgreSQL).
+func FilePath(target string) string {
+	scheme, rest := splitTarget(target)
+	if scheme != "" {
+		return ""
+	}
+	return rest
+}
+
 // splitTarget returns the back end's scheme ("" for SQLite) and what
 // it is handed.
 func splitTarget(target string) (scheme, rest string) {
