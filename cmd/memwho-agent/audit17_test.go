@@ -83,3 +83,34 @@ func TestAudit17RecordFileRemoved(t *testing.T) {
 		t.Fatal("record ran on after its history file was removed")
 	}
 }
+
+// TestAudit17ExportInterrupted: an export stopped by a signal said only
+// "context canceled" (audit of 2026-11-26); it says what was left.
+func TestAudit17ExportInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"record", "--db", db, "--once", "--groups", "none", "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("record: exit %d: %s", code, stderr.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(dir, "x.csv")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", out}, "interrupted (SIGINT, SIGTERM or SIGHUP): " + out + " left as it was"},
+		{nil, "interrupted (SIGINT, SIGTERM or SIGHUP): the output is cut short"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := run(ctx, append([]string{"export", "--db", db}, c.args...), &stdout, &stderr)
+		if code != cli.ExitFailure || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "context canceled") {
+			t.Errorf("export %v interrupted: exit %d: %s", c.args, code, stderr.String())
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted export left %s: %v", out, err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"time"
@@ -91,8 +92,12 @@ func (f *exportFlags) plan(now time.Time) (*exportPlan, error) {
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("memwho export")
 	var f exportFlags
+	return f.interrupted(ctx, f.run(ctx, args, stdout, stderr))
+}
+
+func (f *exportFlags) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("memwho export")
 	f.register(fs)
 	if err := cli.Parse(fs, exportUsage(), args, stdout); err != nil {
 		return err
@@ -137,4 +142,20 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		err = st.Close()
 	}
 	return err
+}
+
+// interrupted says what a signal left of an export: "context canceled"
+// told the user nothing (audit of 2026-11-26).
+func (f *exportFlags) interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	const stopped = "interrupted (SIGINT, SIGTERM or SIGHUP): "
+	switch {
+	case f.up.URL != "":
+		return errors.New(stopped + "nothing uploaded")
+	case f.output == "" || f.output == "-":
+		return errors.New(stopped + "the output is cut short")
+	}
+	return errors.New(stopped + cli.OneLine(f.output) + " left as it was")
 }
