@@ -95,9 +95,18 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	ex.family("memwho_skipped_processes", "gauge", "Processes left out of the last snapshot, by reason: gone (exited while read), kernel (kernel threads and zombies), broken (stat or status unparsable).")
 	ex.byReason("memwho_skipped_processes", []string{"broken", "gone", "kernel"},
 		uint64(snap.Broken), uint64(snap.Gone), uint64(snap.Kernel))
-	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with RSS-based estimates, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable).")
-	ex.byReason("memwho_estimated_processes", []string{"denied", "malformed"},
-		uint64(snap.Denied), uint64(snap.Malformed))
+	// --fast estimates every process by choice: they were counted under
+	// no reason, so the reasons summed to 0 while every group was an
+	// estimate (audit of 2026-11-26).
+	var chosen uint64
+	for i := range snap.Procs {
+		if p := &snap.Procs[i]; p.Accuracy == sample.Estimate && p.Cause == sample.CauseNone {
+			chosen++
+		}
+	}
+	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with RSS-based estimates, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable), fast (--fast: no page-table walks).")
+	ex.byReason("memwho_estimated_processes", []string{"denied", "fast", "malformed"},
+		uint64(snap.Denied), chosen, uint64(snap.Malformed))
 	if a.opt.Engine.Conns && conns {
 		ex.gaugeUint("memwho_tcp_unreadable_processes", "Processes whose /proc/PID/fd could not be read in the last walk (needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE); they count 0 TCP sockets.", uint64(stats.ConnsDenied))
 	}
