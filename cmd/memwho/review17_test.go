@@ -308,3 +308,15 @@ func TestReview17StaleNote(t *testing.T) {
 		}
 	}
 }
+
+// TestReview17HostilePlausible: the second review's hostile agent
+// snapshot stays what a sampler could write, so that its attacks still
+// reach the renderers (TestPrivilegedInstall runs them).
+func TestReview17HostilePlausible(t *testing.T) {
+	if err := snapshot.Check(hostileSnapshot()); err != nil {
+		t.Errorf("hostileSnapshot: %v", err)
+	}
+	if err := snapshot.Check(implausibleSnapshot()); err == nil {
+		t.Error("implausibleSnapshot passes Check")
+	}
+}
