@@ -205,7 +205,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	if f.from != "" {
 		// A snapshot file: nothing is walked, nothing kept.
-		if snap, err = readSnapshotFile(f.from, stderr); err != nil {
+		if snap, err = readSnapshotFile(ctx, f.from, stderr); err != nil {
 			return err
 		}
 		fromAgent = true

@@ -396,13 +396,14 @@ func hostileSnapshot() *sample.Snapshot {
 	esc := "\x1b]0;pwn\x07\x1b[31m\u202erev2\x9b31m"
 	cg := "/user.slice/user-999.slice/user@999.service/" + esc + "/libpod-" + review2ID + ".scope"
 	// Hostile, yet what a sampler could write (snapshot.Check): PIDs
-	// ascending from 1, no negative count, no part over its RAM, RAM
-	// summing under 2^64. The implausible one is implausibleSnapshot.
-	huge := uint64(math.MaxUint64) - 1<<62 - 2
+	// ascending from 1, no negative count, private and shared adding
+	// up to RAM, RAM and swap summing under 2^63 (seventeenth review).
+	// The implausible one is implausibleSnapshot.
+	huge := uint64(math.MaxInt64) - 1<<62 - 2
 	return &sample.Snapshot{
 		Time: time.Now(),
 		Procs: []sample.Process{
-			{PID: 1, PPID: math.MaxInt32, Name: esc + "\nforged row,1,2,3", Comm: esc, Exe: "../../etc/" + esc, Script: "\"},{\"key\":\"forged\"", UID: math.MaxUint32, UIDKnown: true, Cgroup: cg, SystemdCgroup: cg, RAM: huge, Private: huge, Shared: huge, Swap: math.MaxUint64, Conns: math.MaxUint32},
+			{PID: 1, PPID: math.MaxInt32, Name: esc + "\nforged row,1,2,3", Comm: esc, Exe: "../../etc/" + esc, Script: "\"},{\"key\":\"forged\"", UID: math.MaxUint32, UIDKnown: true, Cgroup: cg, SystemdCgroup: cg, RAM: huge, Private: huge - 1<<20, Shared: 1 << 20, Swap: math.MaxInt64 - 1<<62, Conns: math.MaxUint32},
 			{PID: 2, Name: string([]byte{0xff, 0xfe, 0}), Comm: "", UIDKnown: true, Cgroup: "/" + strings.Repeat("a/", 2000), RAM: 1},
 			{PID: math.MaxInt32, Name: "=HYPERLINK(\"http://evil\")", Comm: "x", UID: 0, UIDKnown: true, Cgroup: "/docker/" + review2ID, RAM: 1 << 62, Private: 1 << 62, Swap: 1 << 62},
 		},

@@ -153,25 +153,55 @@ func snapshotName(path string) string {
 // readSnapshotFile reads a snapshot file the user named, with their
 // rights and no capability (every one is given up first: nothing is
 // walked), and says on stderr when it was taken.
-func readSnapshotFile(path string, stderr io.Writer) (*sample.Snapshot, error) {
+func readSnapshotFile(ctx context.Context, path string, stderr io.Writer) (*sample.Snapshot, error) {
 	if err := privilege.Drop(); err != nil {
 		return nil, err
 	}
-	f, err := openSnapshot(path)
+	snap, taken, err := readSnapshot(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("--from: %w", err)
 	}
-	defer f.Close()
-	snap := new(sample.Snapshot)
-	taken, err := snapshot.ReadFile(f, snap)
-	if err == nil {
-		err = snapshot.Check(snap)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--from: %s: %w", cli.OneLine(path), err)
-	}
 	fmt.Fprintf(stderr, "memwho: figures from %s, taken %s\n", cli.OneLine(snapshotName(path)), taken.Format(time.RFC3339))
 	return snap, nil
+}
+
+// readSnapshot opens, reads and checks (snapshot.Check) a snapshot file
+// and returns it with when it was taken. A file that never ends (standard
+// input from a stalled pipe or a terminal, a FIFO nobody opens for
+// writing) is left at ctx's end, with cli.ErrInterrupted: diff and
+// watch catch SIGINT to end cleanly, and the first one was lost while
+// the read blocked (seventeenth review). The errors of the read name the
+// file; those of the open name it already.
+func readSnapshot(ctx context.Context, path string) (*sample.Snapshot, time.Time, error) {
+	type result struct {
+		snap  *sample.Snapshot
+		taken time.Time
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := openSnapshot(path)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer f.Close()
+		snap := new(sample.Snapshot)
+		taken, err := snapshot.ReadFile(f, snap)
+		if err == nil {
+			err = snapshot.Check(snap)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", cli.OneLine(snapshotName(path)), err)
+		}
+		done <- result{snap, taken, err}
+	}()
+	select {
+	case r := <-done:
+		return r.snap, r.taken, r.err
+	case <-ctx.Done():
+		return nil, time.Time{}, cli.ErrInterrupted
+	}
 }
 
 // runDiff compares two snapshot files group by group.
@@ -247,21 +277,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return cli.Usagef("standard input (-) can be only one of the two files")
 	}
 	for i, path := range files {
-		f, err := openSnapshot(path)
+		snap, taken, err := readSnapshot(ctx, path)
 		if err != nil {
 			return err
-		}
-		var snap sample.Snapshot
-		taken, err := snapshot.ReadFile(f, &snap)
-		f.Close()
-		if err == nil {
-			err = snapshot.Check(&snap)
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		sides[i] = report.DiffSide{Name: snapshotName(path), Taken: taken}
 		groups[i] = sample.Filter(sample.GroupProcs(snap.Procs, groupBy, names), re)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,7 +77,7 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		note      string
 	)
 	if from != "" {
-		if snap, err = readSnapshotFile(from, stderr); err != nil {
+		if snap, err = readSnapshotFile(ctx, from, stderr); err != nil {
 			return err
 		}
 	} else if snap, fromAgent, note, err = agentF.fetch(pr, agentNeeds{by: opt.By, conns: conns}, stderr); err != nil {
@@ -161,6 +162,12 @@ func (a *agentSampler) Scan(snap *sample.Snapshot) error {
 	_, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap)
 	if err == nil {
 		err = snapshot.Check(snap)
+	}
+	if err == nil && estimatesByChoice(snap) {
+		// An agent restarted with --fast: its estimates were shown
+		// as a refused walk's, as the first fetch refuses them
+		// (seventeenth review).
+		err = errors.New("memwho-agent now serves RSS-based estimates only (memwho-agent serve --fast)")
 	}
 	if err != nil {
 		return fmt.Errorf("%w (memwho watch --fresh walks /proc itself)", err)

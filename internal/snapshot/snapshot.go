@@ -22,6 +22,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/memwho/memwho/internal/sample"
@@ -144,7 +145,8 @@ func malformed(format string, args ...any) error {
 
 // Check returns an error, wrapping ErrMalformed, for a snapshot no sampler
 // writes: PIDs not ascending or not positive, a negative count, a process
-// whose private or shared part exceeds its RAM. Decode keeps any values
+// whose private and shared parts, or its split by kind of page, exceed its
+// RAM, totals of RAM or swap past an int64. Decode keeps any values
 // (the format is a faithful codec); a reader that shows the figures
 // checks them, so that a hand-edited file cannot print "13.0 MiB + 6.3 MiB
 // = 12.0 MiB" or a total of 2^64 - 1 (audit of 2026-11-26).
@@ -154,7 +156,7 @@ func Check(s *sample.Snapshot) error {
 			return malformed("info: %d %s processes", n, [...]string{"gone", "denied", "kernel", "broken", "malformed"}[i])
 		}
 	}
-	var total uint64
+	var total, swap uint64
 	for i := range s.Procs {
 		p := &s.Procs[i]
 		if p.PID <= 0 || i > 0 && p.PID <= s.Procs[i-1].PID {
@@ -163,15 +165,43 @@ func Check(s *sample.Snapshot) error {
 		if p.PPID < 0 {
 			return malformed("pid %d: parent %d", p.PID, p.PPID)
 		}
-		if p.Private > p.RAM || p.Shared > p.RAM {
-			return malformed("pid %d: private %d or shared %d bytes over its RAM of %d", p.PID, p.Private, p.Shared, p.RAM)
+		// The samplers write Private + Shared = RAM, and a split of
+		// RAM (Pss_Anon, Pss_File, Pss_Shmem, Private_Hugetlb) that
+		// sums to it at most; each part alone under RAM still printed
+		// "10.0 MiB + 10.0 MiB = 10.0 MiB" (seventeenth review).
+		if p.Private > p.RAM || p.Shared > p.RAM-p.Private {
+			return malformed("pid %d: private %d and shared %d bytes over its RAM of %d", p.PID, p.Private, p.Shared, p.RAM)
 		}
-		if total+p.RAM < total {
-			return malformed("pid %d: RAM of the processes over 2^64 bytes", p.PID)
+		if p.PrivateHugetlb > p.Private || !sumAtMost(p.RAM, p.PssAnon, p.PssFile, p.PssShmem, p.PrivateHugetlb) {
+			return malformed("pid %d: anon %d, file %d, shmem %d and huge pages %d bytes over its RAM of %d",
+				p.PID, p.PssAnon, p.PssFile, p.PssShmem, p.PrivateHugetlb, p.RAM)
+		}
+		// Totals stay within an int64, so that every difference of two
+		// (diff's changes, the ledger's lines) is one: a RAM of 2^63 + 5
+		// showed as a negative change, a swap of 2^64 - 1 summed with 2
+		// into 1 B (seventeenth review). Groups sum parts of these.
+		if !sumAtMost(math.MaxInt64, total, p.RAM) {
+			return malformed("pid %d: RAM of the processes over 2^63 bytes", p.PID)
+		}
+		if !sumAtMost(math.MaxInt64, swap, p.Swap) {
+			return malformed("pid %d: swap of the processes over 2^63 bytes", p.PID)
 		}
 		total += p.RAM
+		swap += p.Swap
 	}
 	return nil
+}
+
+// sumAtMost reports whether the sum of vs is at most limit, without
+// wrapping.
+func sumAtMost(limit uint64, vs ...uint64) bool {
+	for _, v := range vs {
+		if v > limit {
+			return false
+		}
+		limit -= v
+	}
+	return true
 }
 
 func prevPID(s *sample.Snapshot, i int) int {

@@ -136,7 +136,7 @@ func CleanKey(s string) string {
 
 // UncleanKey returns the name CleanKey(name) was made from. A key holding
 // no backslash is the name itself; ok is false for a string CleanKey
-// cannot have returned.
+// cannot have returned (it is the key of no name).
 func UncleanKey(key string) (name string, ok bool) {
 	if strings.IndexByte(key, '\\') < 0 {
 		return key, true
@@ -158,7 +158,13 @@ func UncleanKey(key string) (name string, ok bool) {
 			return "", false
 		}
 	}
-	return string(b), true
+	// Only CleanKey's own output: a key an older memwho wrote holds the
+	// name as it was, and `\x73shd` read as an escape named a process
+	// "sshd" (seventeenth review).
+	if name = string(b); CleanKey(name) != key {
+		return "", false
+	}
+	return name, true
 }
 
 // KeyName is the name a stored key stands for (UncleanKey), or the key
