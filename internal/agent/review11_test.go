@@ -46,7 +46,18 @@ func r11Hold(t *testing.T, client *http.Client, base string, n int, started *syn
 			errs <- err
 		}()
 	}
-	started.Wait()
+	// A request that fails before it is served (a dial timing out on a
+	// loaded machine) would leave started.Wait hanging until the test
+	// binary's timeout, with nothing said: it is reported instead.
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	select {
+	case <-all:
+	case err := <-errs:
+		t.Fatalf("a held request ended before all %d were served: %v", n, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d held requests not all served within 30 s", n)
+	}
 	return errs
 }
 
