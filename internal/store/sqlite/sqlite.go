@@ -55,14 +55,19 @@ func init() {
 type DB struct {
 	db   *sql.DB
 	path string
-	ins  *sql.Stmt // samples row; nil when opened read-only
-	row  *sql.Stmt // usage row; nil when opened read-only
+	file os.FileInfo // the file opened (Opened)
+	ins  *sql.Stmt   // samples row; nil when opened read-only
+	row  *sql.Stmt   // usage row; nil when opened read-only
 }
 
 // errReadOnly is what Write and Prune return on a read-only open.
 var errReadOnly = errors.New("history opened read-only")
 
 var _ store.Store = (*DB)(nil)
+var _ store.Filer = (*DB)(nil)
+
+// Opened returns the file as it was opened.
+func (d *DB) Opened() os.FileInfo { return d.file }
 
 // dsnParams are applied to every connection that may write.
 // auto_vacuum only takes effect on a new file (the driver applies it
@@ -134,6 +139,7 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 	if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
 		return fail(errors.New("the file changed while it was opened"))
 	}
+	d.file = before
 	own, err := d.owned(ctx)
 	if err != nil {
 		return fail(err)
