@@ -3,17 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/record"
 	"github.com/memwho/memwho/internal/sample"
+	"github.com/memwho/memwho/internal/store"
+	"github.com/memwho/memwho/internal/store/storetest"
 )
 
 // The seventeenth review's second pass: attacks on record's check that
@@ -167,5 +172,115 @@ func TestReview17bRecordMissingDir(t *testing.T) {
 			t.Errorf("record --db %q (MEMWHO_DB %q) created %s/missing", tc.db, tc.env, dir)
 			os.RemoveAll(filepath.Join(dir, "missing"))
 		}
+	}
+}
+
+// TestReview17bServeOnceCreatesNothing: serve --once checks its listener
+// flags but creates no socket (not even in a missing directory, which it
+// does not create) and binds no port: a --listen address already taken
+// is no error.
+func TestReview17bServeOnceCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var stdout, stderr bytes.Buffer
+	args := []string{"serve", "--once", "--top-processes", "1",
+		"--socket", filepath.Join(dir, "missing", "m.sock"),
+		"--debug-socket", filepath.Join(dir, "d.sock"),
+		"--snapshot-socket", filepath.Join(dir, "s.sock"),
+		"--listen", held.Addr().String(), "--no-auth"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("serve --once: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "memwho_") {
+		t.Errorf("serve --once printed no exposition: %q", stdout.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("serve --once left %v in the socket directory", ents)
+	}
+}
+
+// TestReview17bExportEmpty: an empty -o or --db however it is spelt
+// (--output=, -o=, --db=) is refused, and nothing is written to stdout.
+func TestReview17bExportEmpty(t *testing.T) {
+	for _, args := range [][]string{
+		{"-o", ""}, {"-o="}, {"--output="}, {"--output", ""},
+		{"--db", ""}, {"--db="}, {"-db="},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export"}, args...), &stdout, &stderr)
+		if code == cli.ExitOK || stdout.Len() > 0 {
+			t.Errorf("export %q: exit %d, %d bytes on stdout: %s", args, code, stdout.Len(), stderr.String())
+		}
+	}
+}
+
+// TestReview17bExportInterruptedKeepsFile: an interrupted export to an
+// existing -o file leaves it as it was (content and mode), as it says.
+func TestReview17bExportInterruptedKeepsFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"record", "--db", db, "--once", "--groups", "none", "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("record: exit %d: %s", code, stderr.String())
+	}
+	out := filepath.Join(dir, "x.csv")
+	if err := os.WriteFile(out, []byte("before\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code := run(ctx, []string{"export", "--db", db, "-o", out}, &stdout, &stderr)
+	if code != cli.ExitFailure || !strings.Contains(stderr.String(), out+" left as it was") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	fi, _ := os.Stat(out)
+	if err != nil || string(b) != "before\n" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("%s after the interrupted export: %q %v (mode %v)", out, b, err, fi.Mode())
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "x.csv" && !strings.HasPrefix(e.Name(), "h.db") {
+			t.Errorf("the interrupted export left %s", e.Name())
+		}
+	}
+}
+
+// TestReview17bMaxSizeKeepsSampleJustTaken: --max-size keeps the sample
+// just taken even when the history holds one dated later (another host's
+// clock ahead, or this host's clock stepped back): "the newest sample"
+// is the one record wrote, not the latest timestamp.
+func TestReview17bMaxSizeKeepsSampleJustTaken(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, db, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := storetest.Samples(1, "ahead")
+	s[0].Time = time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	if err := st.Write(ctx, &s[0]); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"record", "--db", db, "--once", "--host", "me", "--max-size", "10", "--groups", "none", "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("record: exit %d: %s", code, stderr.String())
+	}
+	raw, err := sql.Open("sqlite", db+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM samples WHERE host = 'me'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the sample just taken was deleted by --max-size (a later-dated sample of another host kept): %d left; %s", n, stderr.String())
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/memwho/memwho/internal/store"
@@ -239,6 +241,54 @@ func TestReview17bIdentityOddParts(t *testing.T) {
 		}
 		if tagOf("00000000000000000001-000001-1."+tag+spoolExt) != tag {
 			t.Errorf("tag %q does not survive a file name", tag)
+		}
+	}
+}
+
+// TestReview17bNoPasswordInErrors: neither an error nor a warning of
+// Open or Write quotes the password, however the URL carries it: a URL
+// that does not parse, a server that is not there (with and without a
+// spool).
+func TestReview17bNoPasswordInErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, url := range []string{
+		"postgres://memwho:hunter2@" + addr + "/fleet?sslmode=disable&connect_timeout=1",
+		"postgres://memwho:hunter%32@" + addr + "/fleet?sslmode=disable&connect_timeout=1",
+		"postgres://memwho@" + addr + "/fleet?sslmode=disable&connect_timeout=1&password=hunter2",
+		"postgres://memwho:hunter2@" + addr + ":x/fleet",
+		"postgres://memwho:hunter2@" + addr + "/fleet?sslmode=bogus",
+		"postgres://memwho@" + addr + "/fleet?password=hunter2&sslmode=bogus",
+	} {
+		var said []string
+		warn := func(m string) { said = append(said, m) }
+		if d, err := Open(ctx, url, store.OpenOptions{Warn: warn}); err != nil {
+			said = append(said, err.Error())
+		} else {
+			d.Close()
+		}
+		if d, err := Open(ctx, url, store.OpenOptions{SpoolDir: filepath.Join(t.TempDir(), "s"), Warn: warn}); err != nil {
+			said = append(said, err.Error())
+		} else {
+			s := storetest.Samples(1, "h")
+			if err := d.Write(ctx, &s[0]); err != nil {
+				said = append(said, err.Error())
+			}
+			if err := d.Close(); err != nil {
+				said = append(said, err.Error())
+			}
+		}
+		for _, m := range said {
+			if strings.Contains(m, "hunter") {
+				t.Errorf("%s: said %q", url, m)
+			}
 		}
 	}
 }
