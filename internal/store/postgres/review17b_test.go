@@ -292,3 +292,41 @@ func TestReview17bNoPasswordInErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReview17bSpoolOpenedLater: a spool directory that was the
+// recorder's own at Open but is opened to others later (or swapped for
+// another user's) feeds nothing into the database: the next Write fails
+// instead of flushing a sample planted there.
+func TestReview17bSpoolOpenedLater(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to play another user")
+	}
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	url := srv.CreateDB(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	d, err := Open(ctx, url, store.OpenOptions{SpoolDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := storetest.Samples(3, "h")
+	storetest.Write(t, d, in[:1])
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	review17bPlant(t, dir, review17bIdentity(t, url), &in[1], 65534)
+	if err := d.Write(ctx, &in[2]); err == nil {
+		t.Error("Write with a spool opened to others succeeded")
+	}
+	r, err := Open(ctx, url, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, s := range storetest.Read(t, r, store.Query{}) {
+		if s.Time.Equal(in[1].Time) {
+			t.Error("the planted sample was written into the database")
+		}
+	}
+}

@@ -79,6 +79,10 @@ func openSpool(dir string, max int64, target string, legacy bool) (*spool, error
 	return &spool{dir: dir, max: max, target: target, tag: targetTag(target), legacy: legacy}, nil
 }
 
+// errUnsafeSpool is checkSpoolDir's refusal: not a server outage, so
+// never a reason to spool.
+var errUnsafeSpool = errors.New("another user's samples would be written into the database")
+
 // checkSpoolDir refuses a spool directory another user could write
 // into: a sample planted there under this target's name (its identity
 // is no secret) would be flushed into the database with the recorder's
@@ -93,10 +97,10 @@ func checkSpoolDir(dir string) error {
 		return fmt.Errorf("spool %s: not a directory", dir)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("spool %s: owned by uid %d, not by this user (uid %d): another user's samples would be written into the database; use a directory of your own", dir, sys.Uid, os.Geteuid())
+		return fmt.Errorf("spool %s: owned by uid %d, not by this user (uid %d): %w; use a directory of your own", dir, sys.Uid, os.Geteuid(), errUnsafeSpool)
 	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("spool %s: writable by other users (mode %04o): their files would be written into the database; chmod go-w it or use another directory", dir, st.Mode().Perm())
+		return fmt.Errorf("spool %s: writable by other users (mode %04o): %w; chmod go-w it or use another directory", dir, st.Mode().Perm(), errUnsafeSpool)
 	}
 	return nil
 }
