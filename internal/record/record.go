@@ -122,9 +122,14 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 	// A SQLite file removed or replaced under a running recorder took
 	// every later sample into an unlinked inode, with exit 0 (audit of
 	// 2026-11-26): the file is the one opened, checked before each write.
+	// The file is the one the store opened, not the one the path names
+	// when Run starts: a replacement between Open and Run slipped past
+	// (seventeenth review, second pass).
 	file := store.FilePath(cfg.DB)
 	var opened os.FileInfo
-	if file != "" {
+	if f, ok := st.(store.Filer); ok && file != "" {
+		opened = f.Opened()
+	} else if file != "" {
 		opened, _ = os.Stat(file)
 	}
 	overBound := false // warned that --max-size cannot be met

@@ -84,6 +84,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -301,6 +302,13 @@ type Store interface {
 type Spooler interface {
 	// Spooled reports whether the last Write spooled its sample.
 	Spooled() bool
+}
+
+// Filer is implemented by a Store kept in one file (SQLite).
+type Filer interface {
+	// Opened returns the file as it was when the store opened it: a
+	// path later removed or replaced no longer names it (os.SameFile).
+	Opened() os.FileInfo
 }
 
 // SafeExporter is implemented by a Store that can write the export with

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/url"
@@ -209,7 +210,7 @@ func (d *DB) warnWaiting() {
 // retryable says whether err means "the server is not there right now"
 // (worth spooling and trying again) rather than "the server refused this".
 func retryable(err error) bool {
-	if errors.Is(err, store.ErrSchemaTooNew) || errors.Is(err, store.ErrNotHistory) {
+	if errors.Is(err, store.ErrSchemaTooNew) || errors.Is(err, store.ErrNotHistory) || errors.Is(err, errUnsafeSpool) {
 		return false
 	}
 	var pe *pgconn.PgError
@@ -419,6 +420,12 @@ func (d *DB) Write(ctx context.Context, s *store.Sample) error {
 // flushSpool writes the spooled samples, oldest first, each removed once
 // committed.
 func (d *DB) flushSpool(ctx context.Context) error {
+	// Checked again before each flush, not only at Open: a recorder runs
+	// for months, and a directory opened to others (or swapped for
+	// theirs) since then must not feed the database either.
+	if err := checkSpoolDir(d.spool.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	names, err := d.spool.list()
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/store"
@@ -64,6 +65,9 @@ func openSpool(dir string, max int64, target string, legacy bool) (*spool, error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
+	if err := checkSpoolDir(dir); err != nil {
+		return nil, err
+	}
 	// Temporary files are left only by a crash during put.
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
@@ -73,6 +77,32 @@ func openSpool(dir string, max int64, target string, legacy bool) (*spool, error
 		}
 	}
 	return &spool{dir: dir, max: max, target: target, tag: targetTag(target), legacy: legacy}, nil
+}
+
+// errUnsafeSpool is checkSpoolDir's refusal: not a server outage, so
+// never a reason to spool.
+var errUnsafeSpool = errors.New("another user's samples would be written into the database")
+
+// checkSpoolDir refuses a spool directory another user could write
+// into: a sample planted there under this target's name (its identity
+// is no secret) would be flushed into the database with the recorder's
+// rights (seventeenth review, second pass). The directory must belong
+// to the recorder's user and be writable by no one else.
+func checkSpoolDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("spool %s: not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("spool %s: owned by uid %d, not by this user (uid %d): %w; use a directory of your own", dir, sys.Uid, os.Geteuid(), errUnsafeSpool)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("spool %s: writable by other users (mode %04o): %w; chmod go-w it or use another directory", dir, st.Mode().Perm(), errUnsafeSpool)
+	}
+	return nil
 }
 
 // targetTag is the part of a file name (and of the default spool

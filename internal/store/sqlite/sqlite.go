@@ -55,14 +55,19 @@ func init() {
 type DB struct {
 	db   *sql.DB
 	path string
-	ins  *sql.Stmt // samples row; nil when opened read-only
-	row  *sql.Stmt // usage row; nil when opened read-only
+	file os.FileInfo // the file opened (Opened)
+	ins  *sql.Stmt   // samples row; nil when opened read-only
+	row  *sql.Stmt   // usage row; nil when opened read-only
 }
 
 // errReadOnly is what Write and Prune return on a read-only open.
 var errReadOnly = errors.New("history opened read-only")
 
 var _ store.Store = (*DB)(nil)
+var _ store.Filer = (*DB)(nil)
+
+// Opened returns the file as it was opened.
+func (d *DB) Opened() os.FileInfo { return d.file }
 
 // dsnParams are applied to every connection that may write.
 // auto_vacuum only takes effect on a new file (the driver applies it
@@ -134,6 +139,7 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 	if after, err := os.Lstat(path); err != nil || !os.SameFile(before, after) {
 		return fail(errors.New("the file changed while it was opened"))
 	}
+	d.file = before
 	own, err := d.owned(ctx)
 	if err != nil {
 		return fail(err)
@@ -448,14 +454,14 @@ const pruneBatch = 100
 // Prune deletes samples older than r.Before and, with r.MaxSize, the
 // oldest samples until the pages in use fit (see the package doc), but
 // never the newest one: when only it is left and the file is still over
-// the bound, Pruned.OverBound says so.
+// the bound, Pruned.OverBound says so. "Newest" is the last written.
 func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
 	var p store.Pruned
 	if d.ins == nil {
 		return p, errReadOnly
 	}
 	if !r.Before.IsZero() {
-		n, err := d.deleteOldest(ctx, r.Host, store.Millis(r.Before), -1)
+		n, err := d.deleteOldest(ctx, r.Host, store.Millis(r.Before), -1, math.MaxInt64)
 		p.Samples += n
 		if err != nil {
 			return p, err
@@ -487,7 +493,16 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 			n = max(count-1, 0)
 			p.OverBound = true
 		}
-		m, err := d.deleteOldest(ctx, r.Host, math.MaxInt64, n)
+		// The sample spared is the last written (the one record just
+		// took), not the latest dated: a sample of another host dated
+		// ahead, or one from before this host's clock stepped back,
+		// made record delete the sample it had just taken (seventeenth
+		// review, second pass).
+		var last int64
+		if err := d.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM samples`).Scan(&last); err != nil {
+			return p, fmt.Errorf("prune: %w", err)
+		}
+		m, err := d.deleteOldest(ctx, r.Host, math.MaxInt64, n, last)
 		p.Samples += m
 		if err != nil {
 			return p, err
@@ -512,15 +527,16 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 }
 
 // deleteOldest deletes up to limit samples (all when limit < 0) older
-// than beforeMS of host (every host when ""), oldest first.
-func (d *DB) deleteOldest(ctx context.Context, host string, beforeMS, limit int64) (int64, error) {
+// than beforeMS of host (every host when ""), oldest first, among those
+// whose id is below belowID.
+func (d *DB) deleteOldest(ctx context.Context, host string, beforeMS, limit, belowID int64) (int64, error) {
 	var done int64
 	for limit < 0 || done < limit {
 		n := int64(pruneBatch)
 		if limit >= 0 && limit-done < n {
 			n = limit - done
 		}
-		m, err := d.deleteBatch(ctx, host, beforeMS, n)
+		m, err := d.deleteBatch(ctx, host, beforeMS, n, belowID)
 		done += m
 		if err != nil {
 			return done, fmt.Errorf("prune: %w", err)
@@ -532,17 +548,17 @@ func (d *DB) deleteOldest(ctx context.Context, host string, beforeMS, limit int6
 	return done, nil
 }
 
-func (d *DB) deleteBatch(ctx context.Context, host string, beforeMS, n int64) (int64, error) {
+func (d *DB) deleteBatch(ctx context.Context, host string, beforeMS, n, belowID int64) (int64, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	q := `SELECT id FROM samples WHERE ts < ? ORDER BY ts, id LIMIT ?`
-	args := []any{beforeMS, n}
+	q := `SELECT id FROM samples WHERE ts < ? AND id < ? ORDER BY ts, id LIMIT ?`
+	args := []any{beforeMS, belowID, n}
 	if host != "" {
-		q = `SELECT id FROM samples WHERE host = ? AND ts < ? ORDER BY ts, id LIMIT ?`
-		args = []any{host, beforeMS, n}
+		q = `SELECT id FROM samples WHERE host = ? AND ts < ? AND id < ? ORDER BY ts, id LIMIT ?`
+		args = []any{host, beforeMS, belowID, n}
 	}
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -77,11 +77,21 @@ type Server struct {
 	dir string
 	cmd *exec.Cmd
 	log *lockedBuffer
+	// deny: the SFTP requests the server refuses (StartDenying).
+	deny string
 }
 
 // Start starts sshd and waits until it accepts connections. It skips the
 // test when sshd cannot be run here.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartDenying(t, "")
+}
+
+// StartDenying is Start with an SFTP server that refuses the requests
+// named (internal-sftp -P, a comma-separated list such as
+// "fsetstat,setstat"), as a locked-down server may.
+func StartDenying(t testing.TB, denied string) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
 		t.Skipf("sshtest: %s not found (install openssh-server): %v", SSHD, err)
@@ -106,6 +116,7 @@ func Start(t testing.TB) *Server {
 		t:    t,
 		dir:  dir,
 		log:  &lockedBuffer{},
+		deny: denied,
 	}
 	if err := os.Mkdir(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -169,9 +180,16 @@ func (s *Server) config(hostKeys []string, authorized string) string {
 		"PrintMotd no",
 		"MaxStartups 100",
 		"LogLevel VERBOSE",
-		"Subsystem sftp internal-sftp",
+		"Subsystem sftp internal-sftp" + s.denyFlag(),
 		"",
 	}, "\n")
+}
+
+func (s *Server) denyFlag() string {
+	if s.deny == "" {
+		return ""
+	}
+	return " -P " + s.deny
 }
 
 // start runs sshd and waits until it greets a client.
