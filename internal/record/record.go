@@ -121,10 +121,10 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 	shared := store.Shared(cfg.DB)
 	// A SQLite file removed or replaced under a running recorder took
 	// every later sample into an unlinked inode, with exit 0 (audit of
-	// 2026-11-26): the file is the one opened, checked before each write.
-	// The file is the one the store opened, not the one the path names
-	// when Run starts: a replacement between Open and Run slipped past
-	// (seventeenth review, second pass).
+	// 2026-11-26): the path is checked before each write against the
+	// file the store opened, not the one the path named when Run
+	// started (a replacement in between slipped past: seventeenth
+	// review, second pass).
 	file := store.FilePath(cfg.DB)
 	var opened os.FileInfo
 	if f, ok := st.(store.Filer); ok && file != "" {
