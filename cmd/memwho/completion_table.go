@@ -97,7 +97,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--max-size"}, Arg: "SIZE", Help: "SQLite: delete the oldest samples when the database grows beyond SIZE (default 1GiB; 0: no bound)"},
 		{Names: []string{"--host"}, Arg: "NAME", Help: "host name stored with each sample (default: this host's name)"},
 		{Names: []string{"--groups"}, Arg: "LIST", Help: "group rows to store besides processes: any of program,user,cgroup (default all three), unit, slice, container, or none"},
-		{Names: []string{"--spool"}, Arg: "DIR", Help: "PostgreSQL: where samples wait while the server is unreachable (default: spool/ in memwho's state directory)"},
+		{Names: []string{"--spool"}, Arg: "DIR", Help: "PostgreSQL: where samples wait while the server is unreachable; yours, writable by no one else (default: spool/HASH in memwho's state directory, one per database)"},
 		{Names: []string{"--spool-max"}, Arg: "SIZE", Help: "PostgreSQL: bound of the spool; the oldest samples are dropped beyond it (default 64MiB)"},
 		{Names: []string{"-p", "--pid"}, Arg: "PIDS", Help: "only these processes (comma-separated)"},
 		{Names: []string{"--full-every"}, Arg: "K", Help: "walk every process's page tables at least every K samples (default 60): between, a process whose memory did not change keeps its figures, and its share of shared pages may have moved; 1 stores every figure fresh, at a full walk per sample"},
