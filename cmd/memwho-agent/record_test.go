@@ -144,13 +144,7 @@ func countSamples(t *testing.T, db string) int {
 // the server in the middle, and starts it again: every sample arrives,
 // the recorder neither stops nor fails.
 func TestRecordPostgresOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL server")
-	}
-	if !slices.Contains(store.Schemes(), "postgres") {
-		t.Skip("built with -tags nopostgres")
-	}
-	srv := pgtest.Start(t)
+	srv := startPostgres(t)
 	url := srv.CreateDB(t)
 	spool := filepath.Join(t.TempDir(), "spool")
 	const count = 30
@@ -221,13 +215,7 @@ func spooled(dir string) int {
 // server was down is not flushed into another database the same spool
 // directory is later used with, but into its own.
 func TestRecordSpoolTarget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL server")
-	}
-	if !slices.Contains(store.Schemes(), "postgres") {
-		t.Skip("built with -tags nopostgres")
-	}
-	srv := pgtest.Start(t)
+	srv := startPostgres(t)
 	fleetA, other := srv.CreateDB(t), srv.CreateDB(t)
 	spool := filepath.Join(t.TempDir(), "spool")
 	record := func(db string) string {
@@ -308,13 +296,7 @@ func TestRecordMaxSizeKeepsNewest(t *testing.T) {
 // that it is unreachable (not a retention warning per sample), and -v
 // says that samples were spooled, not stored.
 func TestRecordOutageWarnings(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL server")
-	}
-	if !slices.Contains(store.Schemes(), "postgres") {
-		t.Skip("built with -tags nopostgres")
-	}
-	srv := pgtest.Start(t)
+	srv := startPostgres(t)
 	url := srv.CreateDB(t)
 	srv.Stop()
 	spool := filepath.Join(t.TempDir(), "spool")
@@ -389,4 +371,17 @@ func TestRecordPIDsGone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startPostgres starts a PostgreSQL server for a record test, or skips
+// it under -short and in a build without PostgreSQL.
+func startPostgres(t *testing.T) *pgtest.Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	if !slices.Contains(store.Schemes(), "postgres") {
+		t.Skip("built with -tags nopostgres")
+	}
+	return pgtest.Start(t)
 }
