@@ -101,7 +101,8 @@ func comparePaced(t *testing.T, fs *FS, pid int, kp *KPages, exact bool) {
 	t.Helper()
 	r := fs.NewReader()
 	defer r.Close()
-	pc := &Pacer{KP: kp}
+	// As root the Pacer opens its frame lookups itself.
+	pc := &Pacer{NoLookups: kp == nil}
 	var before, after, paced Rollup
 	for try := 0; ; try++ {
 		r.Select(pid)
@@ -129,6 +130,9 @@ func comparePaced(t *testing.T, fs *FS, pid int, kp *KPages, exact bool) {
 		}
 	}
 	ru := &after
+	if exact && pc.KP == nil {
+		t.Errorf("pid %d: the Pacer did not open its frame lookups as root", pid)
+	}
 	if !paced.Paced {
 		t.Errorf("pid %d: Paced not set", pid)
 	}

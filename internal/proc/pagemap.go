@@ -65,9 +65,15 @@ const (
 // value paces by the defaults above. A Pacer belongs to one Reader's
 // goroutine.
 type Pacer struct {
-	// KP looks up shared pages' map counts; nil when frame numbers are
-	// hidden from memwho (it is not root).
+	// KP looks up shared pages' map counts. Paced opens it at the first
+	// frame number pagemap shows (the kernel shows them to
+	// CAP_SYS_ADMIN alone, which may read the lookup files too); it
+	// stays nil without them, or with NoLookups.
 	KP *KPages
+	// NoLookups keeps Paced from looking frames up: shared pages are
+	// then estimated even as root (for tests of that path).
+	NoLookups bool
+	kpTried   bool
 	// Burst and Pause override PacedBurst and PacedPause when not zero.
 	Burst, Pause time.Duration
 
@@ -145,7 +151,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	}
 	pc.since = time.Now()
 	var a pagedAcc
-	noAccess, err := pc.pass(&a, pm, mfd, maps, false)
+	noAccess, err := pc.pass(&a, r.fs, pm, mfd, maps, false)
 	if err != nil {
 		return err
 	}
@@ -153,7 +159,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	// after use): read those mappings only when the others do not hold
 	// every resident page statm counts.
 	if noAccess && (!st.OK || a.rss+a.unknownAnon+a.unknownFile+a.unknownShmem < st.Resident) {
-		if _, err := pc.pass(&a, pm, mfd, maps, true); err != nil {
+		if _, err := pc.pass(&a, r.fs, pm, mfd, maps, true); err != nil {
 			return err
 		}
 	}
@@ -168,7 +174,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 // pass reads the pagemap entries of the mappings of maps into a: those
 // without access when noAccess is set, the others when not. It reports
 // whether maps has mappings of the other kind.
-func (pc *Pacer) pass(a *pagedAcc, pm, mfd int, maps []byte, noAccess bool) (other bool, err error) {
+func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bool) (other bool, err error) {
 	for b := maps; len(b) > 0; {
 		var v VMA
 		if b, err = NextVMA(b, &v); err != nil {
@@ -183,8 +189,10 @@ func (pc *Pacer) pass(a *pagedAcc, pm, mfd int, maps []byte, noAccess bool) (oth
 			continue
 		}
 		huge := pc.hugetlb(mfd, &v)
-		class := classNone // of the VMA's file pages, learnt from the first
-		if pc.KP == nil {
+		// The class of the VMA's file pages: from the first one's
+		// flags when frames can be looked up, else from its name.
+		class := classNone
+		if pc.KP == nil && (pc.NoLookups || pc.kpTried) {
 			class = shmemByName(&v)
 		}
 		for addr := v.Start; addr < v.End; {
@@ -203,7 +211,7 @@ func (pc *Pacer) pass(a *pagedAcc, pm, mfd int, maps []byte, noAccess bool) (oth
 			pc.Entries += uint64(len(ent))
 			if huge {
 				a.hugetlb(ent)
-			} else if err := a.pages(ent, pc.KP, &class); err != nil {
+			} else if err := a.pages(ent, pc, fs, &v, &class); err != nil {
 				return false, err
 			}
 			addr += uint64(len(ent)) * pageSize
@@ -261,10 +269,21 @@ type pagedAcc struct {
 
 const pssShift = 12
 
+// lookups returns pc's frame lookups, opening them the first time a
+// frame number is seen.
+func (pc *Pacer) lookups(fs *FS) *KPages {
+	if pc.KP == nil && !pc.kpTried && !pc.NoLookups {
+		pc.kpTried = true
+		pc.KP, _ = fs.OpenKPages()
+	}
+	return pc.KP
+}
+
 // pages adds the entries of an ordinary mapping. class is the mapping's
-// file class, learnt from kpageflags at its first file page when kp is
-// set.
-func (a *pagedAcc) pages(ent []uint64, kp *KPages, class *int) error {
+// file class, learnt from kpageflags at its first file page when frames
+// can be looked up.
+func (a *pagedAcc) pages(ent []uint64, pc *Pacer, fs *FS, v *VMA, class *int) error {
+	kp := pc.KP
 	for _, e := range ent {
 		if e&pmPresent == 0 {
 			if e&pmSwap != 0 {
@@ -283,7 +302,10 @@ func (a *pagedAcc) pages(ent []uint64, kp *KPages, class *int) error {
 				continue
 			}
 			if *class == classNone {
-				if err := learnClass(kp, e, class); err != nil {
+				if e&pmPFN != 0 {
+					kp = pc.lookups(fs)
+				}
+				if err := learnClass(kp, e, class, v); err != nil {
 					return err
 				}
 			}
@@ -291,6 +313,9 @@ func (a *pagedAcc) pages(ent []uint64, kp *KPages, class *int) error {
 			continue
 		}
 		pfn := e & pmPFN
+		if kp == nil && pfn != 0 {
+			kp = pc.lookups(fs)
+		}
 		if kp == nil || pfn == 0 {
 			switch {
 			case !file:
@@ -325,7 +350,7 @@ func (a *pagedAcc) pages(ent []uint64, kp *KPages, class *int) error {
 			continue
 		}
 		if *class == classNone {
-			if err := learnClass(kp, e, class); err != nil {
+			if err := learnClass(kp, e, class, v); err != nil {
 				return err
 			}
 		}
@@ -342,12 +367,13 @@ func (a *pagedAcc) addFile(class int, pss uint64) {
 	}
 }
 
-// learnClass sets class from the kpageflags of entry e's frame: the
-// pages of one mapping's file are all shmem or all not.
-func learnClass(kp *KPages, e uint64, class *int) error {
+// learnClass sets class from the kpageflags of entry e's frame (the
+// pages of one mapping's file are all shmem or all not), or from v's
+// name when frames cannot be looked up.
+func learnClass(kp *KPages, e uint64, class *int, v *VMA) error {
 	pfn := e & pmPFN
 	if kp == nil || pfn == 0 {
-		*class = classFile
+		*class = shmemByName(v)
 		return nil
 	}
 	f, err := kp.Flags(pfn)
