@@ -167,7 +167,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	}
 	pc.since = time.Now()
 	pc.Scans = 0
-	if err := pc.plan(maps, st); err != nil {
+	if err := pc.plan(pm, maps, st); err != nil {
 		return err
 	}
 	for k := range pc.sample {
@@ -206,8 +206,8 @@ var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
 // plan decides whether the process's large mappings are scanned for
 // their pages first: when the mappings with access span more than four
 // times its resident pages and a GiB besides.
-func (pc *Pacer) plan(maps []byte, st Statm) error {
-	var span uint64
+func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
+	var span, first uint64
 	for b := maps; len(b) > 0; {
 		var v VMA
 		var err error
@@ -215,6 +215,9 @@ func (pc *Pacer) plan(maps []byte, st Statm) error {
 			return err
 		}
 		if !v.NoAccess && v.Start < 1<<63 {
+			if span == 0 {
+				first = v.Start
+			}
 			span += v.Size()
 		}
 	}
@@ -226,29 +229,23 @@ func (pc *Pacer) plan(maps []byte, st Statm) error {
 	if pc.sparse && pc.noScan {
 		return ErrSparse
 	}
-	if pc.sparse && !pc.probeScan() {
+	if pc.sparse && !pc.probeScan(pm, first) {
 		return ErrSparse
 	}
 	return nil
 }
 
-// probeScan reports whether the kernel has PAGEMAP_SCAN, asking once.
-func (pc *Pacer) probeScan() bool {
+// probeScan reports whether pagemap pm answers PAGEMAP_SCAN, asking once
+// for a page at addr (ENOTTY before Linux 6.7, and from anything that is
+// not procfs's pagemap).
+func (pc *Pacer) probeScan(pm int, addr uint64) bool {
 	if pc.noScan {
 		return false
 	}
-	// An empty range of this process's own pagemap: EINVAL or ENOTTY
-	// before Linux 6.7.
-	fd, err := syscall.Open("/proc/self/pagemap", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		pc.noScan = true
-		return false
-	}
-	defer syscall.Close(fd)
-	q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: 0, End: pageSize,
+	q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: addr + pageSize,
 		Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: 1, AnyOf: pageIsPresent, Return: pageIsPresent}
-	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
-	pc.noScan = e != 0
+	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
+	pc.noScan = e == syscall.ENOTTY || e == syscall.EINVAL || e == syscall.EOPNOTSUPP
 	return !pc.noScan
 }
 
