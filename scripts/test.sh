@@ -16,8 +16,9 @@ cd "$(dirname "$0")/.."
 # chromium (headless) renders the --html pages, iproute2 routes an IPv6
 # prefix to lo in a network namespace (the agent's per-source limit),
 # lintian, rpmlint, rpm and cpio check and install the packages
-# (tools/pkg), systemd's systemd-analyze verifies the units.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd)
+# (tools/pkg), systemd's systemd-analyze verifies the units, debootstrap
+# makes the Debian root in which a real systemd runs them.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
