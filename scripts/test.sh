@@ -17,8 +17,9 @@ cd "$(dirname "$0")/.."
 # prefix to lo in a network namespace (the agent's per-source limit),
 # lintian, rpmlint, rpm and cpio check and install the packages
 # (tools/pkg), systemd's systemd-analyze verifies the units, debootstrap
-# makes the Debian root in which a real systemd runs them.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap)
+# makes the Debian root in which a real systemd runs them, catatonit is
+# the pause process of the pods podman kube play runs.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
