@@ -101,9 +101,15 @@ type Pacer struct {
 	Scans   int
 
 	// sparse: the address space is mostly holes (plan); noScan:
-	// PAGEMAP_SCAN is unsupported (learnt once).
-	sparse, noScan bool
-	regions        [64]pageRegion
+	// PAGEMAP_SCAN is unsupported (learnt once); scanNoAccess: the
+	// mappings without access are scanned (noAccessPass).
+	sparse, noScan, scanNoAccess bool
+	regions                      [64]pageRegion
+	// budget is the address space, in bytes, the process may span and
+	// be read entry by entry; noAccessSpan and noAccessFirst are the
+	// span of its mappings without access and the first one's start
+	// (plan).
+	budget, noAccessSpan, noAccessFirst uint64
 }
 
 // PagedAnonPages is passed to Paced as anonPages when the caller does
@@ -179,42 +185,101 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	if err != nil {
 		return err
 	}
-	// Pages in a mapping without access are rare (memory protected
-	// after use): read those mappings only when the others do not hold
-	// every resident page statm counts.
-	if noAccess && (!st.OK || a.rss+a.unknown[kindAnon]+a.unknown[kindFile]+a.unknown[kindShmem]+pc.seen[kindAnon]+pc.seen[kindFile]+pc.seen[kindShmem] < st.Resident) {
-		if _, err := pc.pass(&a, r.fs, pm, mfd, maps, true); err != nil {
-			return err
-		}
-	}
 	anon := PagedAnonPages
 	if st.OK && st.Resident >= st.Shared {
 		anon = st.Resident - st.Shared
 	}
+	if noAccess {
+		if err := pc.noAccessPass(&a, r.fs, pm, mfd, maps, st, anon); err != nil {
+			return err
+		}
+	}
 	return a.finish(out, anon, pc)
 }
 
-// sparseVMA is the size from which a mapping of a sparse address space
-// is scanned for its pages rather than read entry by entry.
+// noAccessPass reads the mappings without access ("---p": reservations,
+// guard pages, memory decommitted by mprotect), which rarely hold pages
+// but can span terabytes: a reservation holding a single page sent the
+// read through 32 TiB of empty entries (75 s). Where the kernel has
+// PAGEMAP_SCAN they are scanned for their pages; before it, they are
+// read entry by entry when they span no more than the process's budget
+// (plan). Beyond it, the read gives up (ErrSparse: the process is read
+// the usual way) unless the other mappings hold every resident page
+// statm counts, as far as that can be told: without frame lookups a
+// shared anonymous page may be the zero page, which statm does not
+// count, or a page of such a mapping.
+func (pc *Pacer) noAccessPass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, st Statm, anon uint64) error {
+	pc.scanNoAccess = pc.probeScan(pm, pc.noAccessFirst)
+	if !pc.scanNoAccess && pc.noAccessSpan > pc.budget {
+		if st.OK && a.found(pc, anon) >= st.Resident {
+			return nil
+		}
+		return ErrSparse
+	}
+	_, err := pc.pass(a, fs, pm, mfd, maps, true)
+	return err
+}
+
+// found returns how many resident pages statm would count among those
+// read so far: shared anonymous entries beyond the process's anonymous
+// pages (anon, from statm) are the zero page, which statm does not count.
+func (a *pagedAcc) found(pc *Pacer, anon uint64) uint64 {
+	shared := a.unknown[kindAnon] + pc.seen[kindAnon]
+	if anon != PagedAnonPages {
+		room := uint64(0)
+		if anon > a.anon {
+			room = anon - a.anon
+		}
+		shared = min(shared, room)
+	}
+	return a.rss + shared + a.unknown[kindFile] + a.unknown[kindShmem] + pc.seen[kindFile] + pc.seen[kindShmem]
+}
+
+// sparseVMA is the address space, in bytes, beyond four times its
+// resident pages that a process may span and still be read entry by
+// entry (the budget of plan).
 const sparseVMA = 1 << 30
+
+// scanMin is the size from which a mapping to be scanned (in a sparse
+// address space, or without access) is scanned with PAGEMAP_SCAN rather
+// than read entry by entry: 16 entries, one read of 128 bytes. A sparse
+// address space of 4096 mappings just under a GiB each (4 TiB) was read
+// entry by entry when only mappings of a GiB were scanned (10 s).
+const scanMin = 64 << 10
+
+// scanWalk is the most address space one PAGEMAP_SCAN covers: the kernel
+// walks it under the mmap_lock until it finds pages, and page tables
+// without pages cost it about 0.8 ms per GiB on the development VM (a
+// 256 GiB mapping of a truncated file stalled its process 167 to 255 ms
+// per read when a call covered all of it).
+const scanWalk = 512 << 20
 
 // ErrSparse says a process's address space is mostly holes on a kernel
 // without PAGEMAP_SCAN (before Linux 6.7): reading every entry of it
 // could take minutes; the caller reads it another way.
 var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
 
-// plan decides whether the process's large mappings are scanned for
-// their pages first: when the mappings with access span more than four
-// times its resident pages and a GiB besides.
+// plan decides whether the process's mappings are scanned for their
+// pages first: when the mappings with access span more than its budget,
+// four times its resident pages and a GiB besides. It notes the span of
+// the mappings without access, for noAccessPass.
 func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
 	var span, first uint64
+	pc.noAccessSpan, pc.noAccessFirst = 0, 0
 	for b := maps; len(b) > 0; {
 		var v VMA
 		var err error
 		if b, err = NextVMA(b, &v); err != nil {
 			return err
 		}
-		if !v.NoAccess && v.Start < 1<<63 {
+		switch {
+		case v.Start >= 1<<63:
+		case v.NoAccess:
+			if pc.noAccessSpan == 0 {
+				pc.noAccessFirst = v.Start
+			}
+			pc.noAccessSpan += v.Size()
+		default:
 			if span == 0 {
 				first = v.Start
 			}
@@ -225,7 +290,8 @@ func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
 	if st.OK {
 		resident = st.Resident * pageSize
 	}
-	pc.sparse = span > 4*resident+sparseVMA
+	pc.budget = 4*resident + sparseVMA
+	pc.sparse = span > pc.budget
 	if pc.sparse && pc.noScan {
 		return ErrSparse
 	}
@@ -286,18 +352,20 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 		// The class of the VMA's file pages: from the first one's
 		// flags when frames can be looked up, else from its name.
 		class := classNone
-		if !pc.sparse || v.Size() < sparseVMA {
+		scan := pc.sparse || noAccess && pc.scanNoAccess
+		if !scan || v.Size() < scanMin {
 			if err := pc.entries(a, fs, pm, &v, v.Start, v.End, huge, &class); err != nil {
 				return false, err
 			}
 			continue
 		}
-		// A large mapping of a process whose address space is mostly
-		// holes: pagemap would print an entry for every page of it
-		// (a reserved terabyte is 2 GiB of zeros); PAGEMAP_SCAN
-		// finds the pages in it, skipping empty page tables whole.
+		// A mapping of a process whose address space is mostly holes,
+		// or one without access: pagemap would print an entry for
+		// every page of it (a reserved terabyte is 2 GiB of zeros);
+		// PAGEMAP_SCAN finds the pages in it, skipping empty page
+		// tables whole, scanWalk at a time.
 		for addr := v.Start; addr < v.End; {
-			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: v.End,
+			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: min(v.End, addr+scanWalk),
 				Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: uint64(len(pc.regions)),
 				MaxPages: PacedStep / pageSize, AnyOf: pageIsPresent | pageIsSwapped, Return: pageIsPresent | pageIsSwapped}
 			n, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
