@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -81,6 +82,9 @@ type Pacer struct {
 	Burst, Pause time.Duration
 
 	ent []uint64
+	// maps holds the process's mappings, read from chunk.
+	maps  []mapping
+	chunk []byte
 	// noQ: PROCMAP_QUERY is unsupported (learnt once).
 	noQ bool
 	// The pacing of the current read.
@@ -100,6 +104,8 @@ type Pacer struct {
 	Entries uint64
 	Scans   int
 
+	// fake: the tree is not a real procfs (Paced).
+	fake bool
 	// sparse: the address space is mostly holes (plan); noScan:
 	// PAGEMAP_SCAN is unsupported (learnt once); scanNoAccess: the
 	// mappings without access are scanned (noAccessPass).
@@ -121,6 +127,11 @@ const PagedAnonPages = ^uint64(0)
 // smaps_rollup, a pagemap descriptor is bound to the process's address
 // space, and a read after the process exited returns nothing.
 func (r *Reader) HoldPagemap() error {
+	if os.Getpagesize() != pageSize {
+		// Pagemap has an entry per page of the kernel's size; Paced
+		// counts 4 KiB pages (x86-64's, the one build memwho ships).
+		return ErrNotExist
+	}
 	return r.Hold("pagemap\x00")
 }
 
@@ -154,12 +165,8 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 		return mapFileErrno(err)
 	}
 	defer syscall.Close(mfd)
-	maps, err := r.readFD(mfd, false, MaxFileSize)
-	if err != nil {
+	if err := pc.readMaps(mfd); err != nil {
 		return err
-	}
-	if len(maps) == 0 {
-		return ErrNoMM
 	}
 	if len(pc.ent) == 0 {
 		pc.ent = make([]uint64, PacedStep/pageSize)
@@ -173,7 +180,12 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	}
 	pc.since = time.Now()
 	pc.Scans = 0
-	if err := pc.plan(pm, maps, st); err != nil {
+	// A tree that is not a real procfs holds no procfs files: no
+	// ioctl is theirs to answer (on FUSE, its server would, with a
+	// count of regions of its choosing), and what is read of them is
+	// capped as every file of such a tree is.
+	pc.fake = !r.fs.real
+	if err := pc.plan(pm, st); err != nil {
 		return err
 	}
 	for k := range pc.sample {
@@ -181,7 +193,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	}
 	pc.rnd = 0x9e3779b97f4a7c15 ^ uint64(r.pid)
 	var a pagedAcc
-	noAccess, err := pc.pass(&a, r.fs, pm, mfd, maps, false)
+	noAccess, err := pc.pass(&a, r.fs, pm, mfd, false)
 	if err != nil {
 		return err
 	}
@@ -190,7 +202,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 		anon = st.Resident - st.Shared
 	}
 	if noAccess {
-		if err := pc.noAccessPass(&a, r.fs, pm, mfd, maps, st, anon); err != nil {
+		if err := pc.noAccessPass(&a, r.fs, pm, mfd, st, anon); err != nil {
 			return err
 		}
 	}
@@ -208,7 +220,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 // statm counts, as far as that can be told: without frame lookups a
 // shared anonymous page may be the zero page, which statm does not
 // count, or a page of such a mapping.
-func (pc *Pacer) noAccessPass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, st Statm, anon uint64) error {
+func (pc *Pacer) noAccessPass(a *pagedAcc, fs *FS, pm, mfd int, st Statm, anon uint64) error {
 	pc.scanNoAccess = pc.probeScan(pm, pc.noAccessFirst)
 	if !pc.scanNoAccess && pc.noAccessSpan > pc.budget {
 		if st.OK && a.found(pc, anon) >= st.Resident {
@@ -216,7 +228,7 @@ func (pc *Pacer) noAccessPass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, st 
 		}
 		return ErrSparse
 	}
-	_, err := pc.pass(a, fs, pm, mfd, maps, true)
+	_, err := pc.pass(a, fs, pm, mfd, true)
 	return err
 }
 
@@ -233,6 +245,107 @@ func (a *pagedAcc) found(pc *Pacer, anon uint64) uint64 {
 		shared = min(shared, room)
 	}
 	return a.rss + shared + a.unknown[kindFile] + a.unknown[kindShmem] + pc.seen[kindFile] + pc.seen[kindShmem]
+}
+
+// mapping is what a paced read keeps of a line of maps: 24 bytes
+// whatever the line's length, so that a process of many mappings with
+// long names costs memwho no more than one with short ones (whole, the
+// maps of 65508 mappings of a file with a 3.9 KB path were 252 MB: a
+// report of that process peaked at 516 MiB).
+type mapping struct {
+	start, end uint64 // addresses, end exclusive
+	flags      uint8
+}
+
+// Flags of a mapping.
+const (
+	// mNoAccess: "---", a reservation.
+	mNoAccess = 1 << iota
+	// mPath: named by a path, which may be of hugetlbfs.
+	mPath
+	// mAnonHuge: named "/anon_hugepage" (MAP_HUGETLB memory), for
+	// kernels without PROCMAP_QUERY.
+	mAnonHuge
+	// mShmemName: shmem by its name (shmemByName).
+	mShmemName
+)
+
+// MaxMapsSize bounds the /proc/PID/maps a paced read goes through, in
+// bytes: 65530 mappings (vm.max_map_count's default) named by paths of a
+// hundred bytes print about 11 MiB. Beyond it the process is read the
+// usual way (ErrTooLarge): printing the 252 MB above took the kernel 3 s.
+const MaxMapsSize = 32 << 20
+
+// mapsChunk is the size of the reads of maps, in bytes, and so the
+// longest line memwho takes (a path is at most 4096 bytes).
+const mapsChunk = 64 << 10
+
+// readMaps reads /proc/PID/maps from mfd into pc.maps, a chunk at a
+// time. It returns ErrNoMM for an empty file, ErrMalformed for a line
+// that does not parse, ends without a newline or outgrows a chunk, and
+// ErrTooLarge beyond MaxMapsSize.
+func (pc *Pacer) readMaps(mfd int) error {
+	if len(pc.chunk) == 0 {
+		pc.chunk = make([]byte, mapsChunk)
+	}
+	pc.maps = pc.maps[:0]
+	total, kept := 0, 0
+	for {
+		n, err := read(mfd, pc.chunk[kept:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return mapFileErrno(err)
+		}
+		if n == 0 {
+			break
+		}
+		if total += n; total > MaxMapsSize {
+			return ErrTooLarge
+		}
+		b := pc.chunk[:kept+n]
+		for {
+			nl := bytes.IndexByte(b, '\n')
+			if nl < 0 {
+				break
+			}
+			var v VMA
+			if _, err := NextVMA(b[:nl+1], &v); err != nil {
+				return err
+			}
+			if (v.Start|v.End)%pageSize != 0 {
+				// Pagemap has an entry per page: a kernel
+				// maps whole pages.
+				return ErrMalformed
+			}
+			m := mapping{start: v.Start, end: v.End}
+			if v.NoAccess {
+				m.flags |= mNoAccess
+			}
+			if len(v.Name) > 0 && v.Name[0] == '/' {
+				m.flags |= mPath
+			}
+			if bytes.HasPrefix(v.Name, []byte("/anon_hugepage")) {
+				m.flags |= mAnonHuge
+			}
+			if shmemByName(&v) == classShmem {
+				m.flags |= mShmemName
+			}
+			pc.maps = append(pc.maps, m)
+			b = b[nl+1:]
+		}
+		if kept = copy(pc.chunk, b); kept == len(pc.chunk) {
+			return ErrMalformed
+		}
+	}
+	if kept > 0 {
+		return ErrMalformed
+	}
+	if len(pc.maps) == 0 {
+		return ErrNoMM
+	}
+	return nil
 }
 
 // sparseVMA is the address space, in bytes, beyond four times its
@@ -263,27 +376,23 @@ var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
 // pages first: when the mappings with access span more than its budget,
 // four times its resident pages and a GiB besides. It notes the span of
 // the mappings without access, for noAccessPass.
-func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
+func (pc *Pacer) plan(pm int, st Statm) error {
 	var span, first uint64
 	pc.noAccessSpan, pc.noAccessFirst = 0, 0
-	for b := maps; len(b) > 0; {
-		var v VMA
-		var err error
-		if b, err = NextVMA(b, &v); err != nil {
-			return err
-		}
+	for i := range pc.maps {
+		v := &pc.maps[i]
 		switch {
-		case v.Start >= 1<<63:
-		case v.NoAccess:
+		case v.start >= 1<<63:
+		case v.flags&mNoAccess != 0:
 			if pc.noAccessSpan == 0 {
-				pc.noAccessFirst = v.Start
+				pc.noAccessFirst = v.start
 			}
-			pc.noAccessSpan += v.Size()
+			pc.noAccessSpan += v.end - v.start
 		default:
 			if span == 0 {
-				first = v.Start
+				first = v.start
 			}
-			span += v.Size()
+			span += v.end - v.start
 		}
 	}
 	resident := uint64(0)
@@ -305,7 +414,7 @@ func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
 // for a page at addr (ENOTTY before Linux 6.7, and from anything that is
 // not procfs's pagemap).
 func (pc *Pacer) probeScan(pm int, addr uint64) bool {
-	if pc.noScan {
+	if pc.noScan || pc.fake {
 		return false
 	}
 	q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: addr + pageSize,
@@ -331,30 +440,27 @@ const (
 	pagemapScanIoctl = 3<<30 | uintptr(unsafe.Sizeof(pmScanArg{}))<<16 | 'f'<<8 | 16
 )
 
-// pass reads the pagemap entries of the mappings of maps into a: those
-// without access when noAccess is set, the others when not. It reports
-// whether maps has mappings of the other kind.
-func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bool) (other bool, err error) {
-	for b := maps; len(b) > 0; {
-		var v VMA
-		if b, err = NextVMA(b, &v); err != nil {
-			return false, err
-		}
-		if v.Start >= 1<<63 {
+// pass reads the pagemap entries of the mappings of pc.maps into a:
+// those without access when noAccess is set, the others when not. It
+// reports whether there are mappings of the other kind.
+func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, noAccess bool) (other bool, err error) {
+	for i := range pc.maps {
+		v := &pc.maps[i]
+		if v.start >= 1<<63 {
 			// [vsyscall]: above the user address space pagemap covers.
 			continue
 		}
-		if v.NoAccess != noAccess {
+		if (v.flags&mNoAccess != 0) != noAccess {
 			other = true
 			continue
 		}
-		huge := pc.hugetlb(mfd, &v)
+		huge := pc.hugetlb(mfd, v)
 		// The class of the VMA's file pages: from the first one's
 		// flags when frames can be looked up, else from its name.
 		class := classNone
 		scan := pc.sparse || noAccess && pc.scanNoAccess
-		if !scan || v.Size() < scanMin {
-			if err := pc.entries(a, fs, pm, &v, v.Start, v.End, huge, &class); err != nil {
+		if !scan || v.end-v.start < scanMin {
+			if err := pc.entries(a, fs, pm, v, v.start, v.end, huge, &class); err != nil {
 				return false, err
 			}
 			continue
@@ -364,8 +470,8 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 		// every page of it (a reserved terabyte is 2 GiB of zeros);
 		// PAGEMAP_SCAN finds the pages in it, skipping empty page
 		// tables whole, scanWalk at a time.
-		for addr := v.Start; addr < v.End; {
-			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: min(v.End, addr+scanWalk),
+		for addr := v.start; addr < v.end; {
+			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: min(v.end, addr+scanWalk),
 				Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: uint64(len(pc.regions)),
 				MaxPages: PacedStep / pageSize, AnyOf: pageIsPresent | pageIsSwapped, Return: pageIsPresent | pageIsSwapped}
 			n, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
@@ -376,8 +482,8 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 				return false, mapFileErrno(e)
 			}
 			pc.Scans++
-			for _, r := range pc.regions[:n] {
-				if err := pc.entries(a, fs, pm, &v, max(r.Start, v.Start), min(r.End, v.End), huge, &class); err != nil {
+			for _, r := range pc.regions[:min(n, uintptr(len(pc.regions)))] {
+				if err := pc.entries(a, fs, pm, v, max(r.Start, v.start), min(r.End, v.end), huge, &class); err != nil {
 					return false, err
 				}
 			}
@@ -393,7 +499,7 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 }
 
 // entries reads and adds the pagemap entries of [from, to) of v.
-func (pc *Pacer) entries(a *pagedAcc, fs *FS, pm int, v *VMA, from, to uint64, huge bool, class *int) error {
+func (pc *Pacer) entries(a *pagedAcc, fs *FS, pm int, v *mapping, from, to uint64, huge bool, class *int) error {
 	for addr := from; addr < to; {
 		end := min(addr+PacedStep, to)
 		ent := pc.ent[:(end-addr)/pageSize]
@@ -408,6 +514,9 @@ func (pc *Pacer) entries(a *pagedAcc, fs *FS, pm int, v *VMA, from, to uint64, h
 		}
 		ent = ent[:got/8]
 		pc.Entries += uint64(len(ent))
+		if pc.fake && pc.Entries > MaxFileSize/8 {
+			return ErrTooLarge
+		}
 		if huge {
 			a.hugetlb(ent)
 		} else if err := a.pages(ent, pc, fs, v, class); err != nil {
@@ -484,7 +593,7 @@ func (pc *Pacer) lookups(fs *FS) *KPages {
 // pages adds the entries of an ordinary mapping. class is the mapping's
 // file class, learnt from kpageflags at its first file page when frames
 // can be looked up.
-func (a *pagedAcc) pages(ent []uint64, pc *Pacer, fs *FS, v *VMA, class *int) error {
+func (a *pagedAcc) pages(ent []uint64, pc *Pacer, fs *FS, v *mapping, class *int) error {
 	for _, e := range ent {
 		if e&pmPresent == 0 {
 			if e&pmSwap != 0 {
@@ -564,10 +673,13 @@ func (pc *Pacer) keep(kind int, pfn uint64) {
 // learnClass sets class from the kpageflags of entry e's frame (the
 // pages of one mapping's file are all shmem or all not), or from v's
 // name when frames cannot be looked up.
-func learnClass(kp *KPages, e uint64, class *int, v *VMA) error {
+func learnClass(kp *KPages, e uint64, class *int, v *mapping) error {
 	pfn := e & pmPFN
 	if kp == nil || pfn == 0 {
-		*class = shmemByName(v)
+		*class = classFile
+		if v.flags&mShmemName != 0 {
+			*class = classShmem
+		}
 		return nil
 	}
 	f, err := kp.Flags(pfn)
@@ -707,21 +819,21 @@ func (a *pagedAcc) looked(k int, pc *Pacer, bound *float64) error {
 // before it, only anonymous huge page mappings are known by their name.
 // Only file-backed mappings can be hugetlbfs ones (MAP_HUGETLB memory
 // is a file of an internal mount, "/anon_hugepage").
-func (pc *Pacer) hugetlb(mfd int, v *VMA) bool {
-	if len(v.Name) == 0 || v.Name[0] != '/' {
+func (pc *Pacer) hugetlb(mfd int, v *mapping) bool {
+	if v.flags&mPath == 0 {
 		return false
 	}
-	if !pc.noQ {
-		q := procmapQuery{Size: uint64(unsafe.Sizeof(procmapQuery{})), Addr: v.Start}
+	if !pc.noQ && !pc.fake {
+		q := procmapQuery{Size: uint64(unsafe.Sizeof(procmapQuery{})), Addr: v.start}
 		_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(mfd), procmapQueryIoctl, uintptr(unsafe.Pointer(&q)))
 		switch {
-		case e == 0 && q.VMAStart == v.Start:
+		case e == 0 && q.VMAStart == v.start:
 			return q.PageSize > pageSize
 		case e == syscall.ENOTTY || e == syscall.EINVAL:
 			pc.noQ = true
 		}
 	}
-	return bytes.HasPrefix(v.Name, []byte("/anon_hugepage"))
+	return v.flags&mAnonHuge != 0
 }
 
 // procmapQuery is struct procmap_query of <linux/fs.h>.
