@@ -147,3 +147,47 @@ func TestPacedScanWalksBoundedRanges(t *testing.T) {
 		t.Errorf("%d PAGEMAP_SCAN calls for a terabyte, want at least %d (one per 512 MiB)", pc.Scans, want)
 	}
 }
+
+// TestPacedShuffledPages: a process that moves its memory between two
+// mappings while the read goes through its address space (mremap every
+// millisecond) showed a paced read 0.25 to 1.3 GiB of its 2 GiB, where
+// smaps_rollup, read under the lock, saw them all: any user could hide
+// most of a process's memory from root's agent. A read whose resident
+// pages disagree with statm before and after it by more than a quarter
+// is refused (ErrChanged: the process is read the usual way).
+func TestPacedShuffledPages(t *testing.T) {
+	fs := openLive(t)
+	pid := startShaped(t, testload.Spec{Private: 16 << 20, Shuffle: 256 << 20})
+	r := fs.NewReader()
+	defer r.Close()
+	pc := &Pacer{NoLookups: true}
+	refused := 0
+	for range 30 {
+		r.Select(pid)
+		before, err := r.Statm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.HoldPagemap(); err != nil {
+			t.Fatal(err)
+		}
+		var ru Rollup
+		err = r.Paced(&ru, pc, before)
+		if err == ErrChanged {
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := r.Statm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := min(before.Resident, after.Resident)*pageSize, max(before.Resident, after.Resident)*pageSize
+		if ru.Rss < lo-lo/4-4<<20 || ru.Rss > hi+hi/4+4<<20 {
+			t.Errorf("Rss %d MiB accepted, statm %d to %d MiB", ru.Rss>>20, lo>>20, hi>>20)
+		}
+	}
+	t.Logf("%d of 30 reads refused", refused)
+}
