@@ -1,9 +1,12 @@
 package proc
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +193,65 @@ func TestPacedShuffledPages(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 30 reads refused", refused)
+}
+
+// TestPacedHeldAcrossExecAndExit: the pagemap descriptor is bound to the
+// address space it was opened on. A process that execs (a setuid program,
+// say) or exits between HoldPagemap and Paced is gone for the read, which
+// reads maps by path and so would see the new program's mappings: no
+// figures of either come out.
+func TestPacedHeldAcrossExecAndExit(t *testing.T) {
+	fs := openLive(t)
+	for _, end := range []string{"exec", "exit", "exit, reaped"} {
+		t.Run(end, func(t *testing.T) {
+			cmd := exec.Command("/bin/sh", "-c", "echo r; read x; exec sleep 600")
+			in, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Skip(err)
+			}
+			reaped := false
+			t.Cleanup(func() {
+				if !reaped {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			})
+			bufio.NewReader(out).ReadString('\n')
+			pid := cmd.Process.Pid
+			r := fs.NewReader()
+			defer r.Close()
+			r.Select(pid)
+			st, err := r.Statm()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.HoldPagemap(); err != nil {
+				t.Fatal(err)
+			}
+			switch end {
+			case "exec":
+				in.Write([]byte("x\n"))
+				waitComm(t, pid, "sleep")
+			case "exit":
+				cmd.Process.Kill()
+				for range 500 {
+					if b, _ := os.ReadFile("/proc/" + itoa(pid) + "/stat"); strings.Contains(string(b), ") Z ") {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			default:
+				cmd.Process.Kill()
+				cmd.Wait()
+				reaped = true
+			}
+			var ru Rollup
+			err = r.Paced(&ru, &Pacer{NoLookups: true}, st)
+			if err != ErrGone && err != ErrNoMM && err != ErrNotExist {
+				t.Fatalf("after %s: err %v, figures %+v; want the process gone", end, err, ru)
+			}
+			t.Logf("after %s: %v", end, err)
+		})
+	}
 }
