@@ -29,6 +29,7 @@ type childSpec struct {
 	private, file, memfd, cow, shmem int64
 	thp, hugetlb, zero, filePrivate  int64
 	sparse, reservedHeld, mappings   int64
+	thpCOW                           int64
 	shuffle                          int64
 	exit, leaderExit                 bool
 }
@@ -68,6 +69,8 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.mappings = n
 		case "shuffle":
 			c.shuffle = n
+		case "thpcow":
+			c.thpCOW = n
 		case "exit":
 			c.exit = n != 0
 		case "leaderexit":
@@ -107,9 +110,18 @@ func runChild(enc, cgroup string) int {
 	// runtime state) should be shared; the mappings made afterwards stay
 	// the child's own.
 	gpid := 0
-	if c.cow > 0 {
-		if err := dirtyAnon(c.cow); err != nil {
+	var thp []byte
+	if c.thpCOW > 0 {
+		var err error
+		if thp, err = dirtyTHP(c.thpCOW); err != nil {
 			return fail(err)
+		}
+	}
+	if c.cow > 0 || c.thpCOW > 0 {
+		if c.cow > 0 {
+			if err := dirtyAnon(c.cow); err != nil {
+				return fail(err)
+			}
 		}
 		p, errno := forkSleeper(uintptr(pid))
 		if errno != 0 {
@@ -119,6 +131,12 @@ func runChild(enc, cgroup string) int {
 		// Reap the grandchild when Stop kills it, so it does not linger
 		// as a zombie while this child still lives.
 		go unix.Wait4(gpid, nil, 0, nil)
+	}
+	// The first 4 KiB of each huge page written again: this child's
+	// huge pages are split and that page copied; the grandchild keeps
+	// them mapped whole.
+	for i := 0; i < len(thp); i += hugeSize {
+		thp[i] = pattern + 1
 	}
 	if c.private > 0 {
 		if err := dirtyAnon(c.private); err != nil {
@@ -131,7 +149,7 @@ func runChild(enc, cgroup string) int {
 		}
 	}
 	if c.thp > 0 {
-		if err := dirtyTHP(c.thp); err != nil {
+		if _, err := dirtyTHP(c.thp); err != nil {
 			return fail(err)
 		}
 	}
@@ -295,12 +313,12 @@ const hugeSize = 2 << 20
 // dirtyTHP maps size bytes (rounded up to 2 MiB) of anonymous memory at a
 // 2 MiB boundary, asks for transparent huge pages and writes every page.
 // The child turned THP off for itself at start; it turns it on again.
-func dirtyTHP(size int64) error {
+func dirtyTHP(size int64) ([]byte, error) {
 	unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
 	n := int((size + hugeSize - 1) / hugeSize * hugeSize)
 	b, err := unix.Mmap(-1, 0, n+hugeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return fmt.Errorf("mmap thp %d: %w", size, err)
+		return nil, fmt.Errorf("mmap thp %d: %w", size, err)
 	}
 	off := 0
 	if a := int(uintptr(unsafe.Pointer(&b[0])) % hugeSize); a != 0 {
@@ -308,12 +326,12 @@ func dirtyTHP(size int64) error {
 	}
 	b = b[off : off+n]
 	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
-		return fmt.Errorf("madvise hugepage: %w", err)
+		return nil, fmt.Errorf("madvise hugepage: %w", err)
 	}
 	for i := 0; i < len(b); i += int(pageSize) {
 		b[i] = pattern
 	}
-	return nil
+	return b, nil
 }
 
 // dirtyHugetlb maps size bytes (rounded up to 2 MiB) from the hugetlb pool

@@ -96,6 +96,13 @@ type Spec struct {
 	// millisecond for as long as it runs: a process whose pages change
 	// address while a reader goes through its address space.
 	Shuffle int64
+	// THPCOW is memory the child backs with transparent huge pages and
+	// writes, shares with a grandchild it forks (Group.COWPIDs), and then
+	// writes again at the first 4 KiB of each huge page: the child's huge
+	// pages are split and that page copied, while the grandchild keeps
+	// each mapped whole (by its page middle directory), all but that
+	// page shared with the child.
+	THPCOW int64
 	// OwnText runs the children from a copy of the executable, so that
 	// the pages of program text they map are not this process's too:
 	// code this process runs for the first time (its garbage collector,
@@ -127,7 +134,7 @@ type Group struct {
 	// PIDs are the children, in start order.
 	PIDs []int
 	// COWPIDs[i] is the grandchild that shares PIDs[i]'s COW memory, or
-	// 0 when Spec.COW is 0.
+	// 0 when Spec.COW and Spec.THPCOW are 0.
 	COWPIDs []int
 
 	procs    []*os.Process
@@ -147,7 +154,7 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	}
 	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 ||
 		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 || spec.Sparse < 0 ||
-		spec.ReservedHeld < 0 || spec.Mappings < 0 || spec.Shuffle < 0 {
+		spec.ReservedHeld < 0 || spec.Mappings < 0 || spec.Shuffle < 0 || spec.THPCOW < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -370,7 +377,7 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 		k string
 		v int64
 	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}, {"sparse", spec.Sparse},
-		{"reservedheld", spec.ReservedHeld}, {"mappings", int64(spec.Mappings)}, {"shuffle", spec.Shuffle}} {
+		{"reservedheld", spec.ReservedHeld}, {"mappings", int64(spec.Mappings)}, {"shuffle", spec.Shuffle}, {"thpcow", spec.THPCOW}} {
 		if f.v > 0 {
 			fmt.Fprintf(&b, ",%s=%d", f.k, f.v)
 		}
