@@ -23,8 +23,8 @@ type pacedJSON struct {
 }
 
 // TestPrivilegedInstallPacedNoFrames: a member of the group reads root's
-// large processes page by page (with --conns, the capabilities that open
-// pagemap, mode 0400): the kernel shows the install no frame numbers
+// large processes page by page (the scan keeps CAP_DAC_READ_SEARCH, which
+// pagemap, mode 0400, needs): the kernel shows the install no frame numbers
 // (they need CAP_SYS_ADMIN), so memwho never looks frames up in
 // /proc/kpagecount, which CAP_DAC_READ_SEARCH would let it open: the
 // pages the processes share are estimates within a bound, where root's
@@ -59,7 +59,7 @@ func TestPrivilegedInstallPacedNoFrames(t *testing.T) {
 		t.Fatalf("as root, frames looked up: %+v, want exact (stderr %q)", root, rootErr.String())
 	}
 
-	stdout, stderr, code := e.run(t, "--fresh", "--conns", "--by", "pid", "-p", pid, "--json")
+	stdout, stderr, code := e.run(t, "--fresh", "--by", "pid", "-p", pid, "--json")
 	if code != 0 {
 		t.Fatalf("as the member: exit %d: %s", code, stderr)
 	}
