@@ -172,7 +172,7 @@ func FuzzPagedSums(f *testing.F) {
 		}
 		var a pagedAcc
 		pc := &Pacer{NoLookups: true}
-		v := VMA{Name: []byte("/memfd:x (deleted)")}
+		v := mapping{flags: mPath | mShmemName} // "/memfd:x (deleted)"
 		class := classNone
 		if err := a.pages(ent, pc, nil, &v, &class); err != nil {
 			t.Fatal(err)

@@ -154,7 +154,8 @@ func malformed(format string, args ...any) error {
 // Check returns an error, wrapping ErrMalformed, for a snapshot no sampler
 // writes: PIDs not ascending or not positive, a negative count, a process
 // whose private and shared parts, or its split by kind of page, exceed its
-// RAM, totals of RAM or swap past an int64. Decode keeps any values
+// RAM, a swap bound over its swap, totals of RAM, swap or bounds past an
+// int64. Decode keeps any values
 // (the format is a faithful codec); a reader that shows the figures
 // checks them, so that a hand-edited file cannot print "13.0 MiB + 6.3 MiB
 // = 12.0 MiB" or a total of 2^64 - 1 (audit of 2026-11-26).
@@ -164,7 +165,7 @@ func Check(s *sample.Snapshot) error {
 			return malformed("info: %d %s processes", n, [...]string{"gone", "denied", "kernel", "broken", "malformed"}[i])
 		}
 	}
-	var total, swap uint64
+	var total, swap, bound, swapBound uint64
 	for i := range s.Procs {
 		p := &s.Procs[i]
 		if p.PID <= 0 || i > 0 && p.PID <= s.Procs[i-1].PID {
@@ -194,8 +195,20 @@ func Check(s *sample.Snapshot) error {
 		if !sumAtMost(math.MaxInt64, swap, p.Swap) {
 			return malformed("pid %d: swap of the processes over 2^63 bytes", p.PID)
 		}
+		// The bounds of processes read page by page (sections 36
+		// and 37) are summed by the report's note: 2^64 - 1 and 2
+		// said "RAM within 1 B". A paced read counts every swapped
+		// page in full, so its swap bound is at most its swap.
+		if p.SwapBound > p.Swap {
+			return malformed("pid %d: swap bound %d over its swap of %d", p.PID, p.SwapBound, p.Swap)
+		}
+		if !sumAtMost(math.MaxInt64, bound, p.Bound) || !sumAtMost(math.MaxInt64, swapBound, p.SwapBound) {
+			return malformed("pid %d: bounds of the processes over 2^63 bytes", p.PID)
+		}
 		total += p.RAM
 		swap += p.Swap
+		bound += p.Bound
+		swapBound += p.SwapBound
 	}
 	return nil
 }

@@ -28,7 +28,9 @@ func init() {
 type childSpec struct {
 	private, file, memfd, cow, shmem int64
 	thp, hugetlb, zero, filePrivate  int64
-	sparse                           int64
+	sparse, reservedHeld, mappings   int64
+	thpCOW                           int64
+	shuffle                          int64
 	exit, leaderExit                 bool
 }
 
@@ -61,6 +63,14 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.filePrivate = n
 		case "sparse":
 			c.sparse = n
+		case "reservedheld":
+			c.reservedHeld = n
+		case "mappings":
+			c.mappings = n
+		case "shuffle":
+			c.shuffle = n
+		case "thpcow":
+			c.thpCOW = n
 		case "exit":
 			c.exit = n != 0
 		case "leaderexit":
@@ -100,9 +110,18 @@ func runChild(enc, cgroup string) int {
 	// runtime state) should be shared; the mappings made afterwards stay
 	// the child's own.
 	gpid := 0
-	if c.cow > 0 {
-		if err := dirtyAnon(c.cow); err != nil {
+	var thp []byte
+	if c.thpCOW > 0 {
+		var err error
+		if thp, err = dirtyTHP(c.thpCOW); err != nil {
 			return fail(err)
+		}
+	}
+	if c.cow > 0 || c.thpCOW > 0 {
+		if c.cow > 0 {
+			if err := dirtyAnon(c.cow); err != nil {
+				return fail(err)
+			}
 		}
 		p, errno := forkSleeper(uintptr(pid))
 		if errno != 0 {
@@ -112,6 +131,12 @@ func runChild(enc, cgroup string) int {
 		// Reap the grandchild when Stop kills it, so it does not linger
 		// as a zombie while this child still lives.
 		go unix.Wait4(gpid, nil, 0, nil)
+	}
+	// The first 4 KiB of each huge page written again: this child's
+	// huge pages are split and that page copied; the grandchild keeps
+	// them mapped whole.
+	for i := 0; i < len(thp); i += hugeSize {
+		thp[i] = pattern + 1
 	}
 	if c.private > 0 {
 		if err := dirtyAnon(c.private); err != nil {
@@ -124,7 +149,7 @@ func runChild(enc, cgroup string) int {
 		}
 	}
 	if c.thp > 0 {
-		if err := dirtyTHP(c.thp); err != nil {
+		if _, err := dirtyTHP(c.thp); err != nil {
 			return fail(err)
 		}
 	}
@@ -145,6 +170,21 @@ func runChild(enc, cgroup string) int {
 		}
 		for i := 0; i < len(b); i += 1 << 30 {
 			b[i] = pattern
+		}
+	}
+	if c.reservedHeld > 0 {
+		if err := reserveHeld(c.reservedHeld); err != nil {
+			return fail(err)
+		}
+	}
+	if c.mappings > 0 {
+		if err := manyMappings(c.mappings); err != nil {
+			return fail(err)
+		}
+	}
+	if c.shuffle > 0 {
+		if err := shuffle(c.shuffle); err != nil {
+			return fail(err)
 		}
 	}
 	if c.filePrivate > 0 {
@@ -273,12 +313,12 @@ const hugeSize = 2 << 20
 // dirtyTHP maps size bytes (rounded up to 2 MiB) of anonymous memory at a
 // 2 MiB boundary, asks for transparent huge pages and writes every page.
 // The child turned THP off for itself at start; it turns it on again.
-func dirtyTHP(size int64) error {
+func dirtyTHP(size int64) ([]byte, error) {
 	unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
 	n := int((size + hugeSize - 1) / hugeSize * hugeSize)
 	b, err := unix.Mmap(-1, 0, n+hugeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return fmt.Errorf("mmap thp %d: %w", size, err)
+		return nil, fmt.Errorf("mmap thp %d: %w", size, err)
 	}
 	off := 0
 	if a := int(uintptr(unsafe.Pointer(&b[0])) % hugeSize); a != 0 {
@@ -286,12 +326,12 @@ func dirtyTHP(size int64) error {
 	}
 	b = b[off : off+n]
 	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
-		return fmt.Errorf("madvise hugepage: %w", err)
+		return nil, fmt.Errorf("madvise hugepage: %w", err)
 	}
 	for i := 0; i < len(b); i += int(pageSize) {
 		b[i] = pattern
 	}
-	return nil
+	return b, nil
 }
 
 // dirtyHugetlb maps size bytes (rounded up to 2 MiB) from the hugetlb pool
@@ -347,5 +387,76 @@ func privateFile(dir string, size int64) error {
 	for i := 0; i < len(b); i += 2 * int(pageSize) {
 		b[i] = pattern + 1
 	}
+	return nil
+}
+
+// reserveHeld maps size bytes of address space, writes its first page
+// and takes every access away from all of it.
+func reserveHeld(size int64) error {
+	b, err := unix.Mmap(-1, 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return fmt.Errorf("mmap reserved %d: %w", size, err)
+	}
+	b[0] = pattern
+	if err := unix.Mprotect(b, unix.PROT_NONE); err != nil {
+		return fmt.Errorf("mprotect reserved: %w", err)
+	}
+	return nil
+}
+
+// manyMappings maps n read-only mappings of 1 GiB less a page each, one
+// GiB apart, in one reservation so that nothing else lands between them.
+func manyMappings(n int64) error {
+	const gib = 1 << 30
+	all, err := unix.Mmap(-1, 0, int(n*gib), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return fmt.Errorf("mmap %d GiB: %w", n, err)
+	}
+	base := uintptr(unsafe.Pointer(&all[0]))
+	for i := range uintptr(n) {
+		_, _, e := unix.Syscall6(unix.SYS_MMAP, base+i*gib, gib-uintptr(pageSize), unix.PROT_READ,
+			unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE|unix.MAP_FIXED, ^uintptr(0), 0)
+		if e != 0 {
+			return fmt.Errorf("mmap mapping %d of %d: %w", i, n, e)
+		}
+		// The page between two mappings: a hole.
+		if _, _, e := unix.Syscall(unix.SYS_MUNMAP, base+(i+1)*gib-uintptr(pageSize), uintptr(pageSize), 0); e != 0 {
+			return fmt.Errorf("munmap: %w", e)
+		}
+	}
+	return nil
+}
+
+// shuffle writes a block of size bytes and starts a thread that moves it
+// between two mappings of that size every millisecond, mapping empty
+// memory where it was.
+func shuffle(size int64) error {
+	n := uintptr(roundPage(size))
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_NORESERVE
+	b, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		return fmt.Errorf("mmap shuffle %d: %w", size, err)
+	}
+	unix.Madvise(b, unix.MADV_NOHUGEPAGE)
+	for i := 0; i < len(b); i += int(pageSize) {
+		b[i] = pattern
+	}
+	o, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		return fmt.Errorf("mmap shuffle %d: %w", size, err)
+	}
+	cur, other := uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&o[0]))
+	go func() {
+		runtime.LockOSThread()
+		ts := unix.Timespec{Nsec: 1e6}
+		for {
+			unix.Nanosleep(&ts, nil)
+			if _, _, e := unix.Syscall6(unix.SYS_MREMAP, cur, n, n, unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED, other, 0); e != 0 {
+				os.Exit(3)
+			}
+			unix.Syscall6(unix.SYS_MMAP, cur, n, unix.PROT_READ|unix.PROT_WRITE, uintptr(flags|unix.MAP_FIXED), ^uintptr(0), 0)
+			cur, other = other, cur
+		}
+	}()
 	return nil
 }

@@ -80,6 +80,29 @@ type Spec struct {
 	// MAP_NORESERVE) in which each child writes one page per GiB: the
 	// shape of a process that reserves a heap it barely uses.
 	Sparse int64
+	// ReservedHeld is the size of a reservation without access (PROT_NONE,
+	// MAP_NORESERVE) holding one page: the child writes its first page
+	// and then takes every access away, as an allocator that decommits
+	// with mprotect does. Its page is resident in no mapping a reader
+	// sees with access.
+	ReservedHeld int64
+	// Mappings is a number of separate read-only mappings of 1 GiB less
+	// a page of address space each (MAP_NORESERVE, never touched), a
+	// page apart so that they do not merge: a sparse address space of
+	// many mappings, none of them large.
+	Mappings int
+	// Shuffle is the size of a block of private memory, written, that
+	// the child moves (mremap) between two mappings of that size every
+	// millisecond for as long as it runs: a process whose pages change
+	// address while a reader goes through its address space.
+	Shuffle int64
+	// THPCOW is memory the child backs with transparent huge pages and
+	// writes, shares with a grandchild it forks (Group.COWPIDs), and then
+	// writes again at the first 4 KiB of each huge page: the child's huge
+	// pages are split and that page copied, while the grandchild keeps
+	// each mapped whole (by its page middle directory), all but that
+	// page shared with the child.
+	THPCOW int64
 	// OwnText runs the children from a copy of the executable, so that
 	// the pages of program text they map are not this process's too:
 	// code this process runs for the first time (its garbage collector,
@@ -111,7 +134,7 @@ type Group struct {
 	// PIDs are the children, in start order.
 	PIDs []int
 	// COWPIDs[i] is the grandchild that shares PIDs[i]'s COW memory, or
-	// 0 when Spec.COW is 0.
+	// 0 when Spec.COW and Spec.THPCOW are 0.
 	COWPIDs []int
 
 	procs    []*os.Process
@@ -130,7 +153,8 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 		return nil, errors.New("testload: need at least one child")
 	}
 	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 ||
-		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 || spec.Sparse < 0 {
+		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 || spec.Sparse < 0 ||
+		spec.ReservedHeld < 0 || spec.Mappings < 0 || spec.Shuffle < 0 || spec.THPCOW < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -352,7 +376,8 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	for _, f := range []struct {
 		k string
 		v int64
-	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}, {"sparse", spec.Sparse}} {
+	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}, {"sparse", spec.Sparse},
+		{"reservedheld", spec.ReservedHeld}, {"mappings", int64(spec.Mappings)}, {"shuffle", spec.Shuffle}, {"thpcow", spec.THPCOW}} {
 		if f.v > 0 {
 			fmt.Fprintf(&b, ",%s=%d", f.k, f.v)
 		}
