@@ -195,10 +195,10 @@ func ScriptOf(exe string, cmdline []byte) []byte {
 		// One or more short options: "-u", "-ec", "-Wignore".
 		for i := 1; i < len(arg); i++ {
 			c := arg[i]
-			if bytes.IndexByte([]byte(fam.code), c) >= 0 {
+			if strings.IndexByte(fam.code, c) >= 0 {
 				return nil
 			}
-			if bytes.IndexByte([]byte(fam.value), c) < 0 {
+			if strings.IndexByte(fam.value, c) < 0 {
 				continue
 			}
 			// The option's value is the rest of the argument, or the
@@ -233,30 +233,34 @@ type family struct {
 	module bool
 }
 
-// familyOf returns how exe's options read; an interpreter not known here
-// reads as a shell does without +.
+// families are the interpreters whose options read otherwise than a
+// shell's, by the prefix of their executable's name.
+var families = []struct {
+	prefix string
+	f      family
+}{
+	{"python", family{code: "c", value: "mWXQ", module: true}},
+	{"pypy", family{code: "c", value: "mWXQ", module: true}},
+	{"perl", family{code: "eE", value: "IMmlx0dDCi"}},
+	{"ruby", family{code: "e", value: "IrCEFKTWx"}},
+	{"node", family{code: "ep", value: "r"}},
+	{"deno", family{code: "ep", value: "r"}},
+	{"bun", family{code: "ep", value: "r"}},
+	{"php", family{code: "rBRE", value: "cdz"}},
+	{"lua", family{code: "e", value: "l"}},
+	{"Rscript", family{code: "e"}},
+	{"tclsh", family{}},
+}
+
+// familyOf returns how exe's options read: bash, sh, dash, zsh, ksh and
+// fish (and an interpreter not known here) read -c as running the next
+// argument, and -o and -O as setting an option named by the next one.
 func familyOf(exe string) family {
-	for _, f := range []struct {
-		prefixes []string
-		f        family
-	}{
-		{[]string{"python", "pypy"}, family{code: "c", value: "mWXQ", module: true}},
-		{[]string{"perl"}, family{code: "eE", value: "IMmlx0dDCi"}},
-		{[]string{"ruby"}, family{code: "e", value: "IrCEFKTWx"}},
-		{[]string{"node", "nodejs", "deno", "bun"}, family{code: "ep", value: "r"}},
-		{[]string{"php"}, family{code: "rBRE", value: "cdz"}},
-		{[]string{"lua"}, family{code: "e", value: "l"}},
-		{[]string{"Rscript"}, family{code: "e"}},
-		{[]string{"tclsh"}, family{}},
-	} {
-		for _, p := range f.prefixes {
-			if strings.HasPrefix(exe, p) {
-				return f.f
-			}
+	for _, f := range families {
+		if strings.HasPrefix(exe, f.prefix) {
+			return f.f
 		}
 	}
-	// bash, sh, dash, zsh, ksh, fish: -c runs the next argument; -o and
-	// -O set an option named by the next one.
 	return family{code: "c", value: "oO", shell: true}
 }
 

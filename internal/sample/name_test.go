@@ -133,3 +133,19 @@ func TestExeFromCmdline(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptOfAllocs: ScriptOf runs for every interpreter process of
+// every walk, and allocates nothing (a table of families built per call
+// cost 8 allocations, which TestScanReuse of package engine caught).
+func TestScriptOfAllocs(t *testing.T) {
+	for _, tc := range []struct{ exe, cmdline string }{
+		{"python3.11", "python3\x00-u\x00/srv/app.py\x00"},
+		{"bash", "bash\x00-ec\x00sleep 1; true\x00"},
+		{"perl", "perl\x00-Ilib\x00tool.pl\x00"},
+	} {
+		cl := []byte(tc.cmdline)
+		if n := testing.AllocsPerRun(100, func() { ScriptOf(tc.exe, cl) }); n != 0 {
+			t.Errorf("ScriptOf(%q, %q): %v allocations, want 0", tc.exe, tc.cmdline, n)
+		}
+	}
+}
