@@ -211,6 +211,15 @@ func goldenCases() []goldenCase {
 	// Every ledger line: huge pages mapped privately, zswap, zram.
 	full := snapshot(true)
 	full.Meminfo.Hugetlb, full.Meminfo.Zswap, full.Meminfo.Zram, full.Meminfo.SwapCached = 1*gib, 64*mib, 300*mib, 20*mib
+	// The free pages on per-CPU lists, what zswap holds, the rest of
+	// meminfo's lines, and the host read before the walk: 1 GiB was
+	// freed, and the page cache grew, while the processes were read.
+	full.Meminfo.PCPFree, full.Meminfo.Zswapped, full.Meminfo.KReclaimable = 148*mib, 139*mib, 410*mib
+	full.Meminfo.HardwareCorrupted, full.Meminfo.Unaccepted = 4*mib, 256*mib
+	full.Before, full.BeforeOK, full.BeforeSpan = full.Meminfo, true, 1234*time.Millisecond
+	full.Before.MemFree -= 1 * gib
+	full.Before.Cached -= 20 * mib
+	full.Before.PCPFree -= 8 * mib
 	fullGroups := hostileGroups()
 	fullGroups[0].PrivateHugetlb = 512 * mib
 	fullGroups[0].RAM += 512 * mib
