@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -287,6 +288,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
 		return err
 	}
+	if pages != [2]*atomicfile.File{} {
+		opt.Hidden, opt.HostName = f.pictureContext(plan, groups, procs)
+	}
 	if err := writePages(pages, groups, total, procs, snap, opt); err != nil {
 		return err
 	}
@@ -316,7 +320,7 @@ func writePages(pages [2]*atomicfile.File, groups []sample.Group, total sample.G
 		if i == 0 {
 			err = report.HTML(f, groups, total, procs, snap, opt)
 		} else {
-			err = report.SVG(f, groups, procs, opt)
+			err = report.SVG(f, groups, total, procs, snap, opt)
 		}
 		if err == nil {
 			err = f.Commit()
@@ -326,6 +330,33 @@ func writePages(pages [2]*atomicfile.File, groups []sample.Group, total sample.G
 		}
 	}
 	return nil
+}
+
+// pictureContext returns what the pictures need beyond the rows: the
+// groups --top left out (drawn in "other" and listed, so that the maps
+// are of every process selected, and the swap of groups not shown is
+// not missing), and the host's name when the figures are this host's.
+func (f *reportFlags) pictureContext(plan *sample.Selection, shown []sample.Group, procs []sample.Process) ([]sample.Group, string) {
+	var hidden []sample.Group
+	if plan.Top > 0 {
+		all := *plan
+		all.Top = 0
+		groups, _ := all.Groups(procs)
+		kept := make(map[string]bool, len(shown))
+		for i := range shown {
+			kept[shown[i].Key] = true
+		}
+		for _, g := range groups {
+			if !kept[g.Key] {
+				hidden = append(hidden, g)
+			}
+		}
+	}
+	host := ""
+	if f.from == "" && f.procDir == "/proc" {
+		host, _ = os.Hostname()
+	}
+	return hidden, host
 }
 
 // scan walks the procfs tree for the report, holding the capabilities
