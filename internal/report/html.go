@@ -632,9 +632,10 @@ type placed struct {
 type label struct {
 	item  int
 	bold  bool
-	lines [2]string // name; figures ("" when left out)
-	x, y  float64   // first baseline's start
-	box   treemap.Rect
+	lines []string // name, then figures
+
+	x, y float64 // first baseline's start
+	box  treemap.Rect
 }
 
 type drawer struct {
@@ -672,6 +673,18 @@ func (d *drawer) fold(nodes []*tnode, max int, of string) []*tnode {
 		rest.swapFull = rest.swapFull || n.swapFull
 	}
 	return append(kept[:k:k], rest)
+}
+
+// drawable reports whether a group's children are worth drawing: at
+// least one is large enough for a rectangle of its own (else the group
+// would be one "other" box, which says less than the group itself).
+func (d *drawer) drawable(kids []*tnode) bool {
+	for _, k := range kids {
+		if float64(k.value(d.swap)) >= minShare*float64(d.total) {
+			return true
+		}
+	}
+	return false
 }
 
 // layout places nodes in r, parents before their children, each level
@@ -713,7 +726,7 @@ func (d *drawer) layout(nodes []*tnode, r treemap.Rect, depth, group int) {
 		for _, k := range n.kids {
 			kidSum += k.value(d.swap)
 		}
-		if len(n.kids) > 0 && kidSum == n.value(d.swap) {
+		if len(n.kids) > 0 && kidSum == n.value(d.swap) && d.drawable(n.kids) {
 			d.items[idx].drawnKids = true
 			d.layout(n.kids, rects[i], depth+1, g)
 		}
@@ -772,48 +785,62 @@ func (d *drawer) fit(i int) (label, bool) {
 	if room < 4 || r.H < lineH+3 {
 		return lb, false
 	}
-	two := !lb.bold && r.H >= 2*lineH+6
+
+	// How many lines the rectangle holds, and the candidates, best
+	// first: each a label's lines.
+	fits := int((r.H - 6) / lineH)
 	name, figs := string(d.name(n)), string(d.figures(n))
-	var cands [][2]string
+	size := string(HumanBytes(nil, n.value(d.swap)))
+	pct := string(appendShare(nil, n.value(d.swap), d.total))
+	var cands [][]string
 	if n.level == "other" {
-		// "other (12 groups, 7.9 MiB)" as one line when it fits.
-		size := string(HumanBytes(nil, n.value(d.swap)))
-		what := strconv.Itoa(n.folded) + " " + n.foldedOf
+		// "other (12 groups, 7.9 MiB)", its share below it.
+		mark := ""
 		if n.est {
-			name = string(markEstimate) + "other"
-		} else {
-			name = "other"
+			mark = string(markEstimate)
 		}
-		cands = append(cands, [2]string{name + " (" + what + ", " + size + ")", ""})
-		if two {
-			cands = append(cands, [2]string{name + " (" + what + ")", figs}, [2]string{name, what + ", " + size})
-		}
-		cands = append(cands, [2]string{name, ""})
+		what := strconv.Itoa(n.folded) + " " + n.foldedOf
+		full := mark + "other (" + what + ", " + size + ")"
+		cands = append(cands, []string{full, pct}, []string{full + ", " + pct}, []string{full},
+			[]string{mark + "other (" + what + ")", size, pct}, []string{mark + "other", what, size + ", " + pct},
+			[]string{mark + "other", what + ", " + size}, []string{mark + "other", size}, []string{mark + "other"})
 	} else {
-		size := string(HumanBytes(nil, n.value(d.swap)))
-		if two {
-			cands = append(cands, [2]string{name, figs}, [2]string{name, size})
+		short := cut(name, room)
+		if lb.bold {
+			// A group's line at its top, and more when it is tall
+			// enough to spare them (its children's labels make room).
+			cands = append(cands, []string{name + "  " + figs})
+			if fits >= 5 {
+				cands = append(cands, []string{name, figs}, []string{name, size, pct})
+			}
+			cands = append(cands, []string{name + "  " + size})
+			if fits >= 5 {
+				cands = append(cands, []string{short, figs}, []string{short, size, pct}, []string{short, size})
+			}
+		} else {
+			cands = append(cands, []string{name, figs}, []string{name, size, pct}, []string{name + "  " + figs},
+				[]string{short, figs}, []string{short, size, pct}, []string{name, size}, []string{short, size},
+				[]string{name + "  " + size})
 		}
-		cands = append(cands, [2]string{name + "  " + figs, ""}, [2]string{name + "  " + size, ""})
-		if two {
-			cands = append(cands, [2]string{cut(name, room), figs}, [2]string{cut(name, room), size})
-		}
-		cands = append(cands, [2]string{cut(name, room), ""})
+		cands = append(cands, []string{short})
 	}
 	for _, c := range cands {
-		if textWidth(c[0]) > room || textWidth(c[1]) > room {
+		if len(c) > fits || c[0] == "" {
+			continue
+		}
+		width := 0
+		for _, l := range c {
+			width = max(width, textWidth(l))
+		}
+		if width > room {
 			continue
 		}
 		lb.lines = c
-		width := max(textWidth(c[0]), textWidth(c[1]))
-		nl := 1.0
-		if c[1] != "" {
-			nl = 2
-		}
+		nl := float64(len(c))
 		w := float64(width) * cw
 		lb.x = r.X + padX
 		if lb.bold {
-			lb.y = r.Y + lineH
+			lb.y = r.Y + lineH - 1
 		} else {
 			// Vertically centred.
 			lb.y = r.Y + (r.H-nl*lineH)/2 + lineH - 2
@@ -841,6 +868,8 @@ func textWidth(s string) int {
 // Hangul, CJK and fullwidth forms (East Asian Wide and Fullwidth).
 func wide(r rune) bool {
 	switch {
+	case r == '…': // a whole em in DejaVu Sans, Chromium's sans-serif here
+		return true
 	case r >= 0x1100 && r <= 0x115f, r >= 0x2e80 && r <= 0xa4cf, r >= 0xac00 && r <= 0xd7a3,
 		r >= 0xf900 && r <= 0xfaff, r >= 0xfe30 && r <= 0xfe4f, r >= 0xff00 && r <= 0xff60,
 		r >= 0xffe0 && r <= 0xffe6, r >= 0x1f300 && r <= 0x1faff, r >= 0x20000:
@@ -849,10 +878,14 @@ func wide(r rune) bool {
 	return false
 }
 
-// cut returns s cut to room characters, the last one "…".
+// cut returns s cut to room characters, the last one "…"; "" when
+// fewer than 5 of s's would be left, too few to tell names apart.
 func cut(s string, room int) string {
 	if textWidth(s) <= room {
 		return s
+	}
+	if room < 7 {
+		return ""
 	}
 	out, n := make([]byte, 0, len(s)), 0
 	for _, r := range s {
@@ -860,7 +893,7 @@ func cut(s string, room int) string {
 		if wide(r) {
 			w = 2
 		}
-		if n+w > room-1 {
+		if n+w > room-2 { // the ellipsis is as wide as two
 			break
 		}
 		out = utf8.AppendRune(out, r)
@@ -986,10 +1019,10 @@ func (d *drawer) label(buf []byte, lb label) []byte {
 		}
 		buf = append(buf, `<text`...)
 		switch {
+		case k >= 1:
+			buf = append(buf, ` class="figs"`...)
 		case lb.bold:
 			buf = append(buf, ` class="group"`...)
-		case k == 1:
-			buf = append(buf, ` class="figs"`...)
 		}
 		buf = append(buf, ` data-in="`...)
 		buf = strconv.AppendInt(buf, int64(lb.item), 10)
