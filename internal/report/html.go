@@ -78,8 +78,9 @@ func programLevel(by string) bool {
 	return true
 }
 
-// hue is a name's colour on the colour wheel, in degrees: a hash of the
-// name, so that a program keeps its colour from one run, and one page,
+// hue is a name's colour, a hash of the name: its hue on the colour
+// wheel in degrees, plus 360 times one of three saturations (see
+// appendColour), so that a program keeps its colour from one run, and one page,
 // to the next (they changed between runs).
 func hue(name string) int {
 	h := fnv.New32a()
@@ -92,7 +93,9 @@ func hue(name string) int {
 	x ^= x >> 13
 	x *= 0xc2b2ae35
 	x ^= x >> 16
-	return int(x % 360)
+	// And one of three saturations, so that two names of about the
+	// same hue still differ: 360 × variant + hue.
+	return int(x%360) + 360*int(x/360%3)
 }
 
 // buildTree nests procs under groups: processes under their group (and
@@ -954,8 +957,10 @@ func appendColour(buf []byte, h, tone int) []byte {
 		return append(buf, "%)"...)
 	}
 	buf = append(buf, "hsl("...)
-	buf = strconv.AppendInt(buf, int64(h), 10)
-	buf = append(buf, ",55%,"...)
+	buf = strconv.AppendInt(buf, int64(h%360), 10)
+	buf = append(buf, ',')
+	buf = strconv.AppendInt(buf, int64([3]int{55, 75, 35}[h/360%3]), 10)
+	buf = append(buf, "%,"...)
 	buf = strconv.AppendInt(buf, int64(58+7*tone), 10)
 	return append(buf, "%)"...)
 }

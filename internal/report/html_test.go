@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,4 +232,34 @@ func BenchmarkHTML(b *testing.B) {
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// TestColourByName: a group keeps its colour whatever else the page
+// holds and in what order: the colour was the group's rank, and changed
+// from one run to the next.
+func TestColourByName(t *testing.T) {
+	fill := regexp.MustCompile(`<rect class="group"[^>]*fill="([^"]+)"[^>]*><title>group: (\w+)`)
+	colours := func(keys ...string) map[string]string {
+		var groups []sample.Group
+		for i, k := range keys {
+			groups = append(groups, sample.Group{Key: k, Count: 1, PIDs: []int{i + 1}, RAM: uint64(len(keys)-i) << 20})
+		}
+		var b bytes.Buffer
+		if err := SVG(&b, groups, sample.Total(groups), nil, nil, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, m := range fill.FindAllStringSubmatch(b.String(), -1) {
+			out[m[2]] = m[1]
+		}
+		return out
+	}
+	a := colours("postgres", "nginx", "sshd", "bash")
+	b := colours("bash", "cron", "postgres")
+	if a["postgres"] == "" || a["postgres"] != b["postgres"] || a["bash"] != b["bash"] {
+		t.Errorf("colours differ between pages: %v and %v", a, b)
+	}
+	if len(map[string]bool{a["postgres"]: true, a["nginx"]: true, a["sshd"]: true, a["bash"]: true}) < 4 {
+		t.Errorf("two of four groups share a colour: %v", a)
+	}
 }
