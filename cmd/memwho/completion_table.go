@@ -15,7 +15,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--sort"}, Arg: "COL", Help: "ram (default), private, shared, swap, count or name"},
 		{Names: []string{"--reverse"}, Arg: "", Help: "largest first"},
 		{Names: []string{"--top"}, Arg: "N", Help: "keep the N largest groups by the sort column (names: the last N; ties by name); 0, the default, keeps all"},
-		{Names: []string{"-t", "--total"}, Arg: "", Help: "print only the total RAM used, in bytes"},
+		{Names: []string{"-t", "--total"}, Arg: "", Help: "print only the total RAM used, in bytes; exit status 3 when it holds RSS-based estimates (see below)"},
 		{Names: []string{"-S", "--swap"}, Arg: "", Help: "accepted for ps_mem compatibility: swap is always shown"},
 		{Names: []string{"--system"}, Arg: "", Help: "add the host ledger: RAM and swap itemised from /proc/meminfo (and zram's mm_stat) so that the lines add up to MemTotal and SwapTotal, each with its source"},
 		{Names: []string{"--split"}, Arg: "", Help: "add Anon, File and Shmem columns: each group's RAM by kind of page (Pss_Anon, Pss_File, Pss_Shmem)"},
