@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "diff":
 			err = runDiff(ctx, rest, stdout, stderr)
 		case "version":
-			fmt.Fprintln(stdout, "memwho-agent", buildVersion())
+			err = cli.PrintVersion("memwho-agent", buildVersion(), rest, stdout)
 		case "help":
 			fmt.Fprintln(stdout, "Usage: memwho-agent COMMAND [flags]   (memwho runs it as memwho COMMAND)")
 			cli.PrintCommands(stdout, commandList)

@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		switch name {
 		case "version":
-			fmt.Fprintln(stdout, "memwho", buildVersion())
+			err = cli.PrintVersion("memwho", buildVersion(), rest, stdout)
 		case "completion":
 			err = runCompletion(rest, stdout)
 		case "help":

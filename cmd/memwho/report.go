@@ -105,8 +105,25 @@ func (f *reportFlags) plan() (*sample.Selection, error) {
 		// Landlock forbids the rename that publishes a file.
 		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
 	}
-	if f.sandbox && (f.html != "" || f.svg != "") {
-		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --html and --svg")
+	if f.sandbox && (f.html != "" && f.html != "-" || f.svg != "" && f.svg != "-") {
+		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --html and --svg (but for - , standard output)")
+	}
+	if f.html == "-" && f.svg == "-" {
+		return nil, cli.Usagef("--html - and --svg - both write to standard output: give one of them a file")
+	}
+	if f.html == "-" || f.svg == "-" {
+		flag := "--html -"
+		if f.svg == "-" {
+			flag = "--svg -"
+		}
+		switch {
+		case f.json:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes --json", flag)
+		case f.csv:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes --csv", flag)
+		case f.total:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes -t", flag)
+		}
 	}
 	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
 		// A profile would be written by the privileged binary: keep
@@ -153,7 +170,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	if f.html != "" || f.svg != "" || f.cpuprofile != "" || f.memprofile != "" {
+	if f.html != "" && f.html != "-" || f.svg != "" && f.svg != "-" || f.cpuprofile != "" || f.memprofile != "" {
 		// Files to publish whole or remove: SIGINT and SIGTERM stop
 		// the report cleanly. Without them they end it at once, as
 		// they end ps: there is nothing to undo.
@@ -181,7 +198,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// the scan has dropped every capability.
 	var pages [2]*atomicfile.File
 	for i, path := range []string{f.html, f.svg} {
-		if path == "" {
+		if path == "" || path == "-" {
+			// "-" is standard output, written in the table's place: a
+			// file named "-" was created.
 			continue
 		}
 		if pages[i], err = atomicfile.CreateAsUser(path); err != nil {
@@ -285,11 +304,26 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Tmpfs:     tmpfs,
 		TmpfsMore: tmpfsMore,
 	}
-	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
-		return err
-	}
-	if pages != [2]*atomicfile.File{} {
+	if f.html != "" || f.svg != "" {
 		opt.Hidden, opt.HostName = f.pictureContext(plan, groups, procs)
+	}
+	if f.html == "-" || f.svg == "-" {
+		// The picture in the table's place, with the warnings the
+		// table has.
+		popt := opt
+		popt.Color = false
+		var err error
+		if f.html == "-" {
+			err = report.HTML(stdout, groups, total, procs, snap, popt)
+		} else {
+			err = report.SVG(stdout, groups, total, procs, snap, popt)
+		}
+		if err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		report.Warn(stderr, snap, procs, groups, opt.Fast, opt.Scanner)
+	} else if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
+		return err
 	}
 	if err := writePages(pages, groups, total, procs, snap, opt); err != nil {
 		return err
