@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -501,6 +502,34 @@ func TestJSONKeys(t *testing.T) {
 	}
 }
 
+// TestCSVColumnsFixed: with --conns or without, every column is where
+// it always is; tcp_established, last, is empty when not counted. With
+// --conns it was inserted before the split, whose columns shifted.
+func TestCSVColumnsFixed(t *testing.T) {
+	groups := withConns(estimateGroups())
+	var plain, conns bytes.Buffer
+	if err := CSV(&plain, groups, sum(groups), nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CSV(&conns, groups, sum(groups), nil, Options{Conns: true}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := csv.NewReader(&plain).ReadAll()
+	b, _ := csv.NewReader(&conns).ReadAll()
+	if len(a) != len(b) || len(a) < 2 {
+		t.Fatalf("%d and %d records", len(a), len(b))
+	}
+	for i := range a {
+		last := len(a[i]) - 1
+		if len(a[i]) != len(b[i]) || !slices.Equal(a[i][:last], b[i][:last]) {
+			t.Errorf("record %d: %q without --conns, %q with", i, a[i], b[i])
+		}
+		if i > 0 && (a[i][last] != "" || b[i][last] == "") {
+			t.Errorf("record %d: tcp_established %q without --conns, %q with", i, a[i][last], b[i][last])
+		}
+	}
+}
+
 func TestCSVRoundTrip(t *testing.T) {
 	for _, groups := range [][]sample.Group{hostileGroups(), estimateGroups(), nil} {
 		total := sum(groups)
@@ -519,7 +548,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		if len(recs) != len(groups)+2 {
 			t.Fatalf("got %d records, want %d", len(recs), len(groups)+2)
 		}
-		if diff := cmp.Diff(append(CSVHeader, CSVSplitColumns...), recs[0]); diff != "" {
+		if diff := cmp.Diff(append(append(CSVHeader, CSVSplitColumns...), CSVConnsColumn), recs[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 		check := func(rec []string, kind string, g *sample.Group) {
@@ -529,7 +558,7 @@ func TestCSVRoundTrip(t *testing.T) {
 				strconv.FormatUint(g.Shared, 10), strconv.FormatUint(g.Swap, 10),
 				g.Accuracy().String(), swapSource(g),
 				strconv.FormatUint(g.PssAnon, 10), strconv.FormatUint(g.PssFile, 10),
-				strconv.FormatUint(g.PssShmem, 10), strconv.FormatUint(g.PrivateHugetlb, 10)}
+				strconv.FormatUint(g.PssShmem, 10), strconv.FormatUint(g.PrivateHugetlb, 10), ""}
 			key, err := unescape(rec[1])
 			if err != nil {
 				t.Errorf("key %q: %v", rec[1], err)
