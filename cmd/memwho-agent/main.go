@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "":
 			err = cli.Usagef("a command comes first: serve, record, leaks, export or diff")
 		default:
-			err = cli.Usagef("unknown command %q", name)
+			err = cli.UnknownCommand(name, commandList)
 		}
 	}
 	// A usage error of a command points to its own --help, as memwho's

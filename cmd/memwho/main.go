@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "help":
 			err = runHelp(rest, stdout)
 		default:
-			err = cli.Usagef("unknown command %q", name)
+			err = cli.UnknownCommand(name, commandList)
 		}
 	}
 	// A usage error of a subcommand points to its own --help.

@@ -27,6 +27,7 @@ func reportUsage() string { return usage("report") }
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
 	reverse, total, swap, system    bool
+	byPID                           bool
 	json, csv, fast                 bool
 	conns, split                    bool
 	top                             int
@@ -47,6 +48,10 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.user, "user", "", "")
 	fs.StringVar(&f.sortCol, "sort", "ram", "")
 	fs.BoolVar(&f.reverse, "reverse", false, "")
+	// ps_mem's and smem's spellings that clash with nothing of ours.
+	fs.BoolVar(&f.reverse, "r", false, "")
+	fs.BoolVar(&f.byPID, "d", false, "")
+	fs.BoolVar(&f.byPID, "discriminate-by-pid", false, "")
 	fs.IntVar(&f.top, "top", 0, "")
 	fs.BoolVar(&f.total, "t", false, "")
 	fs.BoolVar(&f.total, "total", false, "")
@@ -68,10 +73,33 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "")
 }
 
+// reportHabits are the flags of ps_mem and smem the report does not
+// take, and what it offers instead (-d and -r it takes).
+var reportHabits = []cli.Habit{
+	{Flag: "-w", Hint: "ps_mem's -w N (watch) is memwho watch --interval Ns: a live view, one plain table per interval when piped"},
+	{Flag: "--watch", Hint: "ps_mem's --watch N is memwho watch --interval Ns: a live view, one plain table per interval when piped"},
+	{Flag: "-s", Hint: "ps_mem's -s (full command lines) has no equivalent: rows are programs; -d (--by pid) shows each process, and ps -o pid,args its command line"},
+	{Flag: "--split-args", Hint: "ps_mem's --split-args has no equivalent: rows are programs; -d (--by pid) shows each process, and ps -o pid,args its command line"},
+	{Flag: "-u", Hint: "-u USER keeps one user's processes; smem's -u (a row per user) is --by user"},
+	{Flag: "-p", Hint: "-p PIDS keeps these processes; smem's -p (percentages): --html FILE labels and lists each group with its share"},
+	{Flag: "-c", Hint: "smem's -c (columns): --split and --conns add columns; --json and --csv give every figure, to pick from"},
+	{Flag: "-m", Hint: "smem's -m (a row per mapping): memwho shows processes, not mappings; /proc/PID/smaps lists a process's"},
+	{Flag: "-k", Hint: "smem's -k: the table always shows units (KiB, MiB, GiB); --json and --csv give bytes"},
+	{Flag: "-P", Hint: "smem's -P REGEX: --filter REGEX keeps the groups whose name matches"},
+	{Flag: "-U", Hint: "smem's -U USER: -u USER keeps one user's processes"},
+	{Flag: "-M", Hint: "smem's -M (filter mappings): memwho shows processes, not mappings"},
+}
+
 // plan validates the flags into what the report shows.
 func (f *reportFlags) plan() (*sample.Selection, error) {
 	p := &sample.Selection{Reverse: f.reverse, Top: f.top}
 	var err error
+	if f.byPID {
+		if f.by != "program" && f.by != "pid" {
+			return nil, cli.Usagef("-d is --by pid: it excludes --by %s", f.by)
+		}
+		f.by = "pid"
+	}
 	if p.By, err = sample.ParseBy(f.by); err != nil {
 		return nil, cli.Usagef("--by: %v", err)
 	}
@@ -147,7 +175,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := cli.NewFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
-	if err := cli.Parse(fs, reportUsage(), args, stdout); err != nil {
+	if err := cli.Parse(fs, reportUsage(), args, stdout, reportHabits...); err != nil {
 		return err
 	}
 	if err := cli.NoEmpty(fs, "p", "pid", "u", "user", "from", "proc", "html", "svg", "cpuprofile", "memprofile"); err != nil {

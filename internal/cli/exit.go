@@ -37,6 +37,9 @@ func Exit(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "memwho: error: %s\n", OneLine(err.Error()))
 	var ue *UsageError
 	if errors.As(err, &ue) {
+		if ue.Hint != "" {
+			fmt.Fprintf(stderr, "memwho: hint: %s\n", OneLine(ue.Hint))
+		}
 		if ue.Command != "" {
 			fmt.Fprintf(stderr, "memwho: hint: see 'memwho %s --help'\n", ue.Command)
 		} else {
