@@ -19,7 +19,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +76,12 @@ type Spec struct {
 	// unlinked at once), maps MAP_PRIVATE and reads, then writes every
 	// other page: half page cache, half its own anonymous copies.
 	FilePrivate int64
+	// OwnText runs the children from a copy of the executable, so that
+	// the pages of program text they map are not this process's too:
+	// code this process runs for the first time (its garbage collector,
+	// say) would otherwise map more of them and move the children's
+	// Pss_File while they are measured.
+	OwnText bool
 	// LeaderExit makes each child's main thread exit once the memory is
 	// touched, while another thread runs on and keeps the address space:
 	// the thread-group leader is then a zombie with Threads above 1, and
@@ -172,6 +180,13 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("testload: %w", err)
+	}
+	if spec.OwnText {
+		var remove func()
+		if exe, remove, err = ownCopy(exe); err != nil {
+			return nil, err
+		}
+		defer remove()
 	}
 	env := childEnviron(spec, false)
 	for i := 0; i < n; i++ {
@@ -412,4 +427,34 @@ var pageSize = int64(os.Getpagesize())
 
 func roundPage(n int64) int64 {
 	return (n + pageSize - 1) / pageSize * pageSize
+}
+
+// ownCopy copies the executable exe into a new temporary directory and
+// returns the copy's path and a function that removes the directory
+// (running children keep their mapping of the copy).
+func ownCopy(exe string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "memwho-testload-exe-")
+	if err != nil {
+		return "", nil, fmt.Errorf("testload: %w", err)
+	}
+	remove := func() { os.RemoveAll(dir) }
+	src, err := os.Open(exe)
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("testload: %w", err)
+	}
+	defer src.Close()
+	dst := filepath.Join(dir, "child")
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err == nil {
+		_, err = io.Copy(f, src)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("testload: copy %s: %w", exe, err)
+	}
+	return dst, remove, nil
 }
