@@ -80,7 +80,7 @@ want agent && args+=(-r "agent tick=periodic:$AGENT_BIN serve --socket $work/age
 want record && args+=(-r "record tick=periodic:$AGENT_BIN record --db $work/history.db --interval 1s --keep 0 -p {pid}")
 want ps_mem && args+=(-r "ps_mem=oneshot:$work/ps_mem -p {pid}")
 want smem && args+=(-r "smem=oneshot:smem -P ^stall$")
-want zmem && args+=(-r "zmem=oneshot:$ZMEM")
+want zmem && args+=(-r "zmem=oneshot:$ZMEM -p")
 
 thp_state=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
 echo "# $(date -u +%F) $(uname -r), $(nproc) cores, THP: $thp_state, memwho $(git rev-parse --short HEAD)"
