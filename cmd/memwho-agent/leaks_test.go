@@ -111,13 +111,15 @@ type leaksOutput struct {
 	Schema  string
 	Samples int
 	Leaks   []struct {
-		Kind              string
-		Key               string
-		PID               int
-		SlopeBytesPerHour float64 `json:"slope_bytes_per_hour"`
-		Steady            float64
-		R2                float64
-		Points            int
+		Kind               string
+		Key                string
+		PID                int
+		SlopeBytesPerHour  float64 `json:"slope_bytes_per_hour"`
+		GrowthBytesPerHour float64 `json:"growth_bytes_per_hour"`
+		RecentBytesPerHour float64 `json:"recent_slope_bytes_per_hour"`
+		Steady             float64
+		R2                 float64
+		Points             int
 	}
 }
 

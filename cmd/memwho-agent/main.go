@@ -87,14 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "diff":
 			err = runDiff(ctx, rest, stdout, stderr)
 		case "version":
-			fmt.Fprintln(stdout, "memwho-agent", buildVersion())
+			err = cli.PrintVersion("memwho-agent", buildVersion(), rest, stdout)
 		case "help":
 			fmt.Fprintln(stdout, "Usage: memwho-agent COMMAND [flags]   (memwho runs it as memwho COMMAND)")
 			cli.PrintCommands(stdout, commandList)
 		case "":
 			err = cli.Usagef("a command comes first: serve, record, leaks, export or diff")
 		default:
-			err = cli.Usagef("unknown command %q", name)
+			err = cli.UnknownCommand(name, commandList)
 		}
 	}
 	// A usage error of a command points to its own --help, as memwho's

@@ -157,10 +157,11 @@ func checkAreas(t *testing.T, dom string) {
 			if math.Abs(a-want) > 1e-9*area {
 				t.Errorf("%s: %s: area %g, want %g", svg["data-metric"], tag, a, want)
 			}
-			sums[r["data-level"]] += a
+			sums[r["data-depth"]] += a
 		}
-		if math.Abs(sums["group"]-area) > 1e-9*area {
-			t.Errorf("%s: the groups cover %g of %g", svg["data-metric"], sums["group"], area)
+		// The groups and the "other" of those too small to draw.
+		if math.Abs(sums["0"]-area) > 1e-9*area {
+			t.Errorf("%s: the groups cover %g of %g", svg["data-metric"], sums["0"], area)
 		}
 	}
 }

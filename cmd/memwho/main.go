@@ -98,13 +98,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		switch name {
 		case "version":
-			fmt.Fprintln(stdout, "memwho", buildVersion())
+			err = cli.PrintVersion("memwho", buildVersion(), rest, stdout)
 		case "completion":
 			err = runCompletion(rest, stdout)
 		case "help":
 			err = runHelp(rest, stdout)
 		default:
-			err = cli.Usagef("unknown command %q", name)
+			err = cli.UnknownCommand(name, commandList)
 		}
 	}
 	// A usage error of a subcommand points to its own --help.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,6 +27,7 @@ func reportUsage() string { return usage("report") }
 type reportFlags struct {
 	by, filter, pids, user, sortCol string
 	reverse, total, swap, system    bool
+	byPID                           bool
 	json, csv, fast                 bool
 	conns, split                    bool
 	top                             int
@@ -46,6 +48,10 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.user, "user", "", "")
 	fs.StringVar(&f.sortCol, "sort", "ram", "")
 	fs.BoolVar(&f.reverse, "reverse", false, "")
+	// ps_mem's and smem's spellings that clash with nothing of ours.
+	fs.BoolVar(&f.reverse, "r", false, "")
+	fs.BoolVar(&f.byPID, "d", false, "")
+	fs.BoolVar(&f.byPID, "discriminate-by-pid", false, "")
 	fs.IntVar(&f.top, "top", 0, "")
 	fs.BoolVar(&f.total, "t", false, "")
 	fs.BoolVar(&f.total, "total", false, "")
@@ -67,10 +73,33 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "")
 }
 
+// reportHabits are the flags of ps_mem and smem the report does not
+// take, and what it offers instead (-d and -r it takes).
+var reportHabits = []cli.Habit{
+	{Flag: "-w", Hint: "ps_mem's -w N (watch) is memwho watch --interval Ns: a live view, one plain table per interval when piped"},
+	{Flag: "--watch", Hint: "ps_mem's --watch N is memwho watch --interval Ns: a live view, one plain table per interval when piped"},
+	{Flag: "-s", Hint: "ps_mem's -s (full command lines) has no equivalent: rows are programs; -d (--by pid) shows each process, and ps -o pid,args its command line"},
+	{Flag: "--split-args", Hint: "ps_mem's --split-args has no equivalent: rows are programs; -d (--by pid) shows each process, and ps -o pid,args its command line"},
+	{Flag: "-u", Hint: "-u USER keeps one user's processes; smem's -u (a row per user) is --by user"},
+	{Flag: "-p", Hint: "-p PIDS keeps these processes; smem's -p (percentages): --html FILE labels and lists each group with its share"},
+	{Flag: "-c", Hint: "smem's -c (columns): --split and --conns add columns; --json and --csv give every figure, to pick from"},
+	{Flag: "-m", Hint: "smem's -m (a row per mapping): memwho shows processes, not mappings; /proc/PID/smaps lists a process's"},
+	{Flag: "-k", Hint: "smem's -k: the table always shows units (KiB, MiB, GiB); --json and --csv give bytes"},
+	{Flag: "-P", Hint: "smem's -P REGEX: --filter REGEX keeps the groups whose name matches"},
+	{Flag: "-U", Hint: "smem's -U USER: -u USER keeps one user's processes"},
+	{Flag: "-M", Hint: "smem's -M (filter mappings): memwho shows processes, not mappings"},
+}
+
 // plan validates the flags into what the report shows.
 func (f *reportFlags) plan() (*sample.Selection, error) {
 	p := &sample.Selection{Reverse: f.reverse, Top: f.top}
 	var err error
+	if f.byPID {
+		if f.by != "program" && f.by != "pid" {
+			return nil, cli.Usagef("-d is --by pid: it excludes --by %s", f.by)
+		}
+		f.by = "pid"
+	}
 	if p.By, err = sample.ParseBy(f.by); err != nil {
 		return nil, cli.Usagef("--by: %v", err)
 	}
@@ -104,8 +133,25 @@ func (f *reportFlags) plan() (*sample.Selection, error) {
 		// Landlock forbids the rename that publishes a file.
 		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --cpuprofile and --memprofile")
 	}
-	if f.sandbox && (f.html != "" || f.svg != "") {
-		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --html and --svg")
+	if f.sandbox && (f.html != "" && f.html != "-" || f.svg != "" && f.svg != "-") {
+		return nil, cli.Usagef("--sandbox forbids writing files: it excludes --html and --svg (but for - , standard output)")
+	}
+	if f.html == "-" && f.svg == "-" {
+		return nil, cli.Usagef("--html - and --svg - both write to standard output: give one of them a file")
+	}
+	if f.html == "-" || f.svg == "-" {
+		flag := "--html -"
+		if f.svg == "-" {
+			flag = "--svg -"
+		}
+		switch {
+		case f.json:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes --json", flag)
+		case f.csv:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes --csv", flag)
+		case f.total:
+			return nil, cli.Usagef("%s writes the picture to standard output: it excludes -t", flag)
+		}
 	}
 	if privilege.Elevated() && (f.cpuprofile != "" || f.memprofile != "") {
 		// A profile would be written by the privileged binary: keep
@@ -129,7 +175,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fs := cli.NewFlagSet("memwho")
 	var f reportFlags
 	f.register(fs)
-	if err := cli.Parse(fs, reportUsage(), args, stdout); err != nil {
+	if err := cli.Parse(fs, reportUsage(), args, stdout, reportHabits...); err != nil {
 		return err
 	}
 	if err := cli.NoEmpty(fs, "p", "pid", "u", "user", "from", "proc", "html", "svg", "cpuprofile", "memprofile"); err != nil {
@@ -152,7 +198,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	if f.html != "" || f.svg != "" || f.cpuprofile != "" || f.memprofile != "" {
+	if f.html != "" && f.html != "-" || f.svg != "" && f.svg != "-" || f.cpuprofile != "" || f.memprofile != "" {
 		// Files to publish whole or remove: SIGINT and SIGTERM stop
 		// the report cleanly. Without them they end it at once, as
 		// they end ps: there is nothing to undo.
@@ -180,7 +226,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// the scan has dropped every capability.
 	var pages [2]*atomicfile.File
 	for i, path := range []string{f.html, f.svg} {
-		if path == "" {
+		if path == "" || path == "-" {
+			// "-" is standard output, written in the table's place: a
+			// file named "-" was created.
 			continue
 		}
 		if pages[i], err = atomicfile.CreateAsUser(path); err != nil {
@@ -284,7 +332,25 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Tmpfs:     tmpfs,
 		TmpfsMore: tmpfsMore,
 	}
-	if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
+	if f.html != "" || f.svg != "" {
+		opt.Hidden, opt.HostName = f.pictureContext(plan, groups, procs)
+	}
+	if f.html == "-" || f.svg == "-" {
+		// The picture in the table's place, with the warnings the
+		// table has.
+		popt := opt
+		popt.Color = false
+		var err error
+		if f.html == "-" {
+			err = report.HTML(stdout, groups, total, procs, snap, popt)
+		} else {
+			err = report.SVG(stdout, groups, total, procs, snap, popt)
+		}
+		if err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		report.Warn(stderr, snap, procs, groups, opt.Fast, opt.Scanner)
+	} else if err := report.Write(stdout, stderr, format, groups, total, procs, snap, opt); err != nil {
 		return err
 	}
 	if err := writePages(pages, groups, total, procs, snap, opt); err != nil {
@@ -292,6 +358,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	if err := prof.WriteHeap(); err != nil {
 		return err
+	}
+	if rss := total.Estimated - total.Paced; f.total && rss > 0 && !opt.Fast {
+		// The number is printed, but a script must not take it for
+		// exact: ps_mem refuses, memwho says so in its exit status.
+		// Processes read page by page are within a bound the report
+		// states, and do not count here.
+		return &cli.EstimateError{Msg: fmt.Sprintf("--total: %d of the %d processes counted are RSS-based estimates (shared pages counted in full): exit status %d; exact as root or with CAP_SYS_PTRACE (the privileged install), or ask for an estimate with --fast", rss, total.Count, cli.ExitEstimate)}
 	}
 	if f.system && !f.total && !f.csv && !snap.MeminfoOK {
 		// The figures printed are right; what was asked for is not all
@@ -316,7 +389,7 @@ func writePages(pages [2]*atomicfile.File, groups []sample.Group, total sample.G
 		if i == 0 {
 			err = report.HTML(f, groups, total, procs, snap, opt)
 		} else {
-			err = report.SVG(f, groups, procs, opt)
+			err = report.SVG(f, groups, total, procs, snap, opt)
 		}
 		if err == nil {
 			err = f.Commit()
@@ -326,6 +399,33 @@ func writePages(pages [2]*atomicfile.File, groups []sample.Group, total sample.G
 		}
 	}
 	return nil
+}
+
+// pictureContext returns what the pictures need beyond the rows: the
+// groups --top left out (drawn in "other" and listed, so that the maps
+// are of every process selected, and the swap of groups not shown is
+// not missing), and the host's name when the figures are this host's.
+func (f *reportFlags) pictureContext(plan *sample.Selection, shown []sample.Group, procs []sample.Process) ([]sample.Group, string) {
+	var hidden []sample.Group
+	if plan.Top > 0 {
+		all := *plan
+		all.Top = 0
+		groups, _ := all.Groups(procs)
+		kept := make(map[string]bool, len(shown))
+		for i := range shown {
+			kept[shown[i].Key] = true
+		}
+		for _, g := range groups {
+			if !kept[g.Key] {
+				hidden = append(hidden, g)
+			}
+		}
+	}
+	host := ""
+	if f.from == "" && f.procDir == "/proc" {
+		host, _ = os.Hostname()
+	}
+	return hidden, host
 }
 
 // scan walks the procfs tree for the report, holding the capabilities

@@ -88,8 +88,7 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 		ex.gaugeUint("memwho_host_hugetlb_bytes", "Huge page pools (Hugetlb), in bytes.", m.Hugetlb)
 		ex.gaugeUint("memwho_host_swap_total_bytes", "Swap space (SwapTotal), in bytes.", m.SwapTotal)
 		ex.gaugeUint("memwho_host_swap_used_bytes", "Swap in use: SwapTotal - SwapFree, in bytes.", m.SwapUsed())
-		ex.gaugeInt("memwho_unaccounted_memory_bytes", "RAM in use that no process accounts for: memwho_host_memory_used_bytes - memwho_processes_pss_bytes, in bytes (kernel, slab, page tables, huge page pools, unmapped page cache and shmem). Negative when mapped page cache, counted in PSS, is also counted as available.", m.NotInProcess(total.RAM))
-		ex.gaugeInt("memwho_unaccounted_swap_bytes", "Swap in use that no process accounts for: memwho_host_swap_used_bytes - memwho_processes_swap_bytes, in bytes (swapped shmem/tmpfs, swap cache).", m.SwapNotInProcess(total.Swap))
+		a.renderLedger(ex, &total, snap)
 	}
 
 	ex.family("memwho_skipped_processes", "gauge", "Processes left out of the last snapshot, by reason: gone (exited while read), kernel (kernel threads and zombies), broken (stat or status unparsable).")
@@ -127,6 +126,37 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	ex.gaugeFloat("memwho_snapshot_timestamp_seconds", "When the last walk started, in seconds since the Unix epoch.", unixSeconds(st.time))
 	ex.gaugeFloat("memwho_oldest_figure_timestamp_seconds", "When the oldest figure of the last snapshot was read, in seconds since the Unix epoch: at most FullEvery walks old, older only for processes over their page-walk budget.", unixSeconds(st.oldest))
 	ex.gaugeFloat("memwho_last_walk_duration_seconds", "How long the last walk took, in seconds.", st.walkDur.Seconds())
+}
+
+// renderLedger renders the host ledger (sample.SnapshotLedger), the one
+// memwho --system shows, by the same names: every line of RAM and swap,
+// the lines shown under swap and not summed, and the remainders.
+func (a *Agent) renderLedger(ex *expo, total *sample.Group, snap *sample.Snapshot) {
+	l := sample.SnapshotLedger(total, snap)
+	ex.family("memwho_ledger_bytes", "gauge", "The host ledger of memwho --system, in bytes: RAM (ledger=\"ram\") itemised from /proc/meminfo, /proc/zoneinfo and zram's mm_stat so that its lines sum to MemTotal, swap (ledger=\"swap\") so that they sum to SwapTotal; each ends with line=\"not accounted\", signed. docs/accuracy.md gives every line's source.")
+	for _, ledger := range []struct {
+		name  string
+		lines []sample.LedgerLine
+	}{{"ram", l.RAM}, {"swap", l.Swap}} {
+		for _, line := range ledger.lines {
+			ex.name("memwho_ledger_bytes", true)
+			ex.labelRaw("ledger", ledger.name, true)
+			ex.label("line", line.Name, false)
+			ex.int(line.Bytes, true)
+		}
+	}
+	ex.family("memwho_ledger_not_summed_bytes", "gauge", "Figures shown under the host ledger and not summed, in bytes: swapped-out pages also in RAM (the swap cache, SwapCached; zswap's pool, Zswapped).")
+	for _, line := range l.SwapAlso {
+		ex.name("memwho_ledger_not_summed_bytes", true)
+		ex.labelRaw("ledger", "swap", true)
+		ex.label("line", line.Name, false)
+		ex.int(line.Bytes, true)
+	}
+	ex.gaugeInt("memwho_unaccounted_memory_bytes", "RAM no line of the host ledger itemises: its line \"not accounted\" (memwho_ledger_bytes{ledger=\"ram\",line=\"not accounted\"}), in bytes: pages drivers, GPUs and the network stack allocate directly, swap cache no process maps, and what moved while the processes were read. Negative when estimates count shared pages in full.", l.RAM[len(l.RAM)-1].Bytes)
+	ex.gaugeInt("memwho_unaccounted_swap_bytes", "Swap no line of the swap ledger itemises: its line \"not accounted\", in bytes (swapped shmem/tmpfs, slots of swap cache processes map again).", l.Swap[len(l.Swap)-1].Bytes)
+	if mv := l.Moved; mv != nil {
+		ex.gaugeInt("memwho_unaccounted_memory_before_walk_bytes", "memwho_unaccounted_memory_bytes computed with the host's figures read before the walk instead of after it, in bytes: the processes were read in between, so the difference is what moved meanwhile.", mv.RemainderBefore)
+	}
 }
 
 // renderTop renders the per-process series of the k processes using the

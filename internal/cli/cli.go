@@ -29,6 +29,9 @@ type UsageError struct {
 	// Command, when set, is the subcommand whose --help the hint names
 	// ("watch": memwho watch --help); else memwho --help, the report's.
 	Command string
+	// Hint, when set, is said before the pointer to --help: what to
+	// type instead (a ps_mem or smem habit).
+	Hint string
 }
 
 func (e *UsageError) Error() string { return e.Msg }
@@ -108,14 +111,34 @@ func NewFlagSet(name string) *flag.FlagSet {
 
 // Parse parses a subcommand's arguments. --help (or -h) prints usage to
 // stdout and returns ErrHelp; a bad flag or a stray argument is a usage
-// error.
-func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer) error {
+// error. An unknown flag names the nearest of fs's when it looks like a
+// typo of one ("did you mean --system?"), and a flag of habits, or one
+// of them given without its value, gets the habit's hint.
+func Parse(fs *flag.FlagSet, usage string, args []string, stdout io.Writer, habits ...Habit) error {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, usage)
 			return ErrHelp
 		}
-		return FlagError(err)
+		ue := FlagError(err)
+		msg := err.Error()
+		name, unknown := strings.CutPrefix(msg, "flag provided but not defined: -")
+		if !unknown {
+			name, _ = strings.CutPrefix(msg, "flag needs an argument: -")
+		}
+		for _, h := range habits {
+			if h.Flag == "-"+name || h.Flag == "--"+name {
+				ue.Hint = h.Hint
+				return ue
+			}
+		}
+		// A one-letter flag is a letter away from every other: no guess.
+		if unknown && len(name) > 1 {
+			if s := Suggest(dashed(name), flagNames(fs)); s != "" {
+				ue.Msg += " (did you mean " + s + "?)"
+			}
+		}
+		return ue
 	}
 	if fs.NArg() > 0 {
 		return Usagef("unexpected argument %q", fs.Arg(0))

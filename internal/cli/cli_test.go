@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"testing"
 	"time"
 )
@@ -92,6 +93,51 @@ func TestSeconds(t *testing.T) {
 		var d Seconds
 		if err := d.Set(bad); err == nil {
 			t.Errorf("Set(%q) = %v, want an error", bad, time.Duration(d))
+		}
+	}
+}
+
+// TestSuggest: a typo names the nearest flag or command; a word far from
+// all of them, none.
+func TestSuggest(t *testing.T) {
+	flags := []string{"--system", "--split", "--reverse", "--sort", "--by", "-p", "--pid", "--top", "--total", "--json", "--csv"}
+	for word, want := range map[string]string{
+		"--sytem": "--system", "--systme": "--system", "--revrese": "--reverse", "--jsno": "--json",
+		"--tp": "--top", "--csvv": "--csv", "--colour": "", "--percent": "",
+	} {
+		if got := Suggest(word, flags); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+	cmds := []string{"report", "watch", "snapshot", "diff", "serve", "record", "leaks", "export"}
+	for word, want := range map[string]string{"wach": "watch", "snapshto": "snapshot", "lekas": "leaks", "recrod": "record", "foo": ""} {
+		if got := Suggest(word, cmds); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
+
+// TestParseHabits: an unknown flag that is a typo names the flag meant;
+// a habit from another tool, unknown or given without its value, gets
+// its hint; a one-letter flag gets no guess.
+func TestParseHabits(t *testing.T) {
+	habits := []Habit{{Flag: "-w", Hint: "watch instead"}, {Flag: "-u", Hint: "--by user instead"}}
+	for _, tc := range []struct {
+		args      []string
+		msg, hint string
+	}{
+		{[]string{"--sytem"}, "unknown flag --sytem (did you mean --system?)", ""},
+		{[]string{"-w", "2"}, "unknown flag -w", "watch instead"},
+		{[]string{"-u"}, "-u: needs a value", "--by user instead"},
+		{[]string{"-x"}, "unknown flag -x", ""},
+	} {
+		fs := NewFlagSet("t")
+		fs.Bool("system", false, "")
+		fs.String("u", "", "")
+		err := Parse(fs, "", tc.args, io.Discard, habits...)
+		ue, ok := err.(*UsageError)
+		if !ok || ue.Msg != tc.msg || ue.Hint != tc.hint {
+			t.Errorf("%q: %#v; want %q, hint %q", tc.args, err, tc.msg, tc.hint)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package cli
 
-import "runtime/debug"
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+)
 
 // Version is what "memwho --version" prints: set, the version a release
 // build set with -ldflags "-X main.version=...", when not empty; else
@@ -52,4 +56,21 @@ func develVersion(settings []debug.BuildSetting) string {
 		v += " (" + when[:len("2006-01-02")] + ")"
 	}
 	return v
+}
+
+// PrintVersion is the version command of binary name ("memwho"): it
+// prints "NAME VERSION", or with --help (-h) its usage; any other
+// argument is a usage error. It printed the version whatever followed,
+// --help included.
+func PrintVersion(name, version string, args []string, stdout io.Writer) error {
+	fs := NewFlagSet(name + " version")
+	usage := "Usage: " + name + " version\n\nPrints " + name + "'s version: a release's tag, or for a build from a\nchecked-out tree the commit it was built from (+dirty when the tree had\nchanges). " + name + " --version prints the same.\n"
+	if err := Parse(fs, usage, args, stdout); err != nil {
+		if ue, ok := err.(*UsageError); ok {
+			ue.Command = "version"
+		}
+		return err
+	}
+	_, err := fmt.Fprintln(stdout, name, version)
+	return err
 }

@@ -647,6 +647,9 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	snap.Time = start
 	snap.Procs = snap.Procs[:0]
 	snap.Gone, snap.Denied, snap.Kernel, snap.Broken, snap.Malformed = 0, 0, 0, 0, 0
+	// The host's figures before the walk too, so that the ledger knows
+	// what moved while the processes were read.
+	sample.ReadMeminfoBefore(e.workers[0].r, &e.meminfo, snap)
 	if e.opt.OneShot {
 		return e.scanOnce(snap, start)
 	}

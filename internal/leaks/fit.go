@@ -13,6 +13,17 @@
 // each run of consecutive samples), which keeps the pairwise work bounded
 // (at most 20,000 pairs per series) whatever the interval.
 //
+// # Growth that keeps on
+//
+// A series that grew and then stopped (a program warming up its caches,
+// a recorder while its host went from 360 to 1,000 processes) has a
+// positive slope over the window but is no leak. The growth a series is
+// ranked by is the smaller of two slopes: the window's and that of its
+// latest half (by time). A leak grows through both; a warm-up that ended
+// before the latest half began has a slope of about 0 there, and is not
+// listed. No program is treated apart (memwho's own recorder and agent
+// included): each is judged by its series.
+//
 // Steadiness is the fraction of consecutive steps that do not go down: 1
 // for a leak that never gives anything back, about 0.5 for a series that
 // only wobbles. R² says how well the robust line explains the series (1
@@ -30,7 +41,12 @@
 // bytes) per series per sample in memory.
 package leaks
 
-import "github.com/memwho/memwho/internal/trend"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/memwho/memwho/internal/trend"
+)
 
 // Point is one observation: T in hours (from any fixed origin), V in
 // bytes.
@@ -38,8 +54,17 @@ type Point = trend.Point
 
 // Fit describes a series' trend.
 type Fit struct {
-	// Slope is in bytes per hour (Theil–Sen); Intercept in bytes at T=0.
+	// Slope is the window's, in bytes per hour (Theil–Sen); Intercept in
+	// bytes at T=0.
 	Slope, Intercept float64
+	// Recent is the slope of the series' latest half (the points at or
+	// after the middle of its span), in bytes per hour (Theil–Sen);
+	// Slope when that half holds fewer than 3 points.
+	Recent float64
+	// Growth is the smaller of Slope and Recent, in bytes per hour: the
+	// growth the whole window and its latest half agree on, which Rank
+	// orders and filters by.
+	Growth float64
 	// Steady is the fraction of consecutive steps that do not go down,
 	// 0 to 1.
 	Steady float64
@@ -67,6 +92,13 @@ func Analyze(pts []Point) Fit {
 	}
 	f.Steady = float64(up) / float64(len(pts)-1)
 	f.Slope, f.Intercept = trend.TheilSen(reduce(pts, maxFitPoints))
+	f.Recent = f.Slope
+	mid := (pts[0].T + pts[len(pts)-1].T) / 2
+	half, _ := slices.BinarySearchFunc(pts, mid, func(p Point, t float64) int { return cmp.Compare(p.T, t) })
+	if late := pts[half:]; len(late) >= 3 {
+		f.Recent, _ = trend.TheilSen(reduce(late, maxFitPoints))
+	}
+	f.Growth = min(f.Slope, f.Recent)
 	var mean float64
 	for _, p := range pts {
 		mean += p.V

@@ -18,9 +18,9 @@ type Options struct {
 	// grows because it starts, not because it leaks. Default 0.5; a
 	// negative value disables it.
 	MinCover float64
-	// MinSlope is the least growth reported, in bytes per hour; zero
-	// keeps every series that does not shrink, a negative value keeps
-	// shrinking ones too.
+	// MinSlope is the least growth (Fit.Growth) reported, in bytes per
+	// hour; zero keeps every series that does not shrink, a negative
+	// value keeps shrinking ones too.
 	MinSlope float64
 }
 
@@ -59,7 +59,7 @@ type Leak struct {
 	Limited  bool
 	// Limit is the cgroup memory limit in bytes when Limited.
 	Limit uint64
-	// TimeToFull is Headroom / Slope: when the series would exhaust its
+	// TimeToFull is Headroom / Growth: when the series would exhaust its
 	// headroom at this rate. Valid only when Fills is true (the series
 	// grows and its headroom is known); 0 when the headroom is gone.
 	TimeToFull time.Duration
@@ -139,8 +139,8 @@ func (c *Collector) Add(s *store.Sample) {
 // Hosts returns the number of hosts seen.
 func (c *Collector) Hosts() int { return len(c.hosts) }
 
-// Rank fits every series and returns those that grow, fastest first
-// (ties by kind, then key, then pid).
+// Rank fits every series and returns those that keep growing, fastest
+// first by Fit.Growth (ties by kind, then key, then pid).
 func (c *Collector) Rank(opt Options) []Leak {
 	opt.defaults()
 	var out []Leak
@@ -154,7 +154,7 @@ func (c *Collector) Rank(opt Options) []Leak {
 			continue
 		}
 		f := Analyze(sr.pts)
-		if f.Slope < opt.MinSlope {
+		if f.Growth < opt.MinSlope {
 			continue
 		}
 		l := Leak{
@@ -168,9 +168,9 @@ func (c *Collector) Rank(opt Options) []Leak {
 		if sr.row.MemLimit > 0 && (l.Headroom == 0 || sr.row.MemLimitFree < l.Headroom) {
 			l.Headroom, l.Limited, l.Limit = sr.row.MemLimitFree, true, sr.row.MemLimit
 		}
-		if f.Slope > 0 && (l.Headroom > 0 || l.Limited) {
+		if f.Growth > 0 && (l.Headroom > 0 || l.Limited) {
 			l.Fills = true
-			hours := float64(l.Headroom) / f.Slope
+			hours := float64(l.Headroom) / f.Growth
 			if hours*float64(time.Hour) < math.MaxInt64 {
 				l.TimeToFull = time.Duration(hours * float64(time.Hour))
 			} else {
@@ -180,7 +180,7 @@ func (c *Collector) Rank(opt Options) []Leak {
 		out = append(out, l)
 	}
 	slices.SortFunc(out, func(a, b Leak) int {
-		if c := cmp.Compare(b.Slope, a.Slope); c != 0 {
+		if c := cmp.Compare(b.Growth, a.Growth); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.Kind, b.Kind); c != 0 {

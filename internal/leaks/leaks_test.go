@@ -201,3 +201,54 @@ func TestRank(t *testing.T) {
 		t.Errorf("without the cover rule the young process ranks %q first, want young", all[0].Key)
 	}
 }
+
+// TestRankWarmUpIsNoLeak: a recorder that grows while its host goes from
+// 360 to 1,000 processes and then stays flat (+67.9 MiB/h over the
+// window) was listed beside a steady +1.2 GiB/h leak. Growth that
+// stopped is not ranked; the leak is, at its rate. Both are plain
+// series: nothing names memwho's own processes.
+func TestRankWarmUpIsNoLeak(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	const n = 240 // 4 h, one sample a minute
+	c := NewCollector()
+	for i := range n {
+		h := float64(i) / 60
+		// The recorder: 140 MiB/h for its first 1.5 h (about 210 MiB),
+		// flat after, with a few MiB of wobble throughout.
+		rec := 40*miB + 140*miB*math.Min(h, 1.5) + (rng.Float64()*2-1)*3*miB
+		// The leak: 1.2 GiB/h, wobbling too.
+		leak := 300*miB + 1.2*1024*miB*h + (rng.Float64()*2-1)*3*miB
+		s := store.Sample{
+			Time: t0.Add(time.Duration(i) * time.Minute), Host: "h", BootID: "b",
+			Meminfo: sample.Meminfo{MemTotal: 16 << 30, MemAvailable: 8 << 30},
+			Rows: []store.Row{
+				{Kind: store.KindProcess, Key: "memwho-agent", PID: 20, StartTime: 1, Count: 1, PSS: uint64(rec)},
+				{Kind: store.KindProcess, Key: "api", PID: 21, StartTime: 1, Count: 1, PSS: uint64(leak)},
+			},
+		}
+		c.Add(&s)
+	}
+	got := c.Rank(Options{MinSlope: 1 << 20})
+	for _, l := range got {
+		t.Logf("%s: growth %.1f MiB/h (window %.1f, latest half %.1f)", l.Key, l.Growth/miB, l.Slope/miB, l.Recent/miB)
+	}
+	if len(got) != 1 || got[0].Key != "api" {
+		t.Fatalf("ranked %d series; want the leak alone", len(got))
+	}
+	if !near(got[0].Growth, 1.2*1024*miB, 0.02) {
+		t.Errorf("the leak grows %.1f MiB/h, want 1228.8 ±2%%", got[0].Growth/miB)
+	}
+
+	// A warm-up still going on at the end is growth, and ranks.
+	c = NewCollector()
+	for i := range n {
+		h := float64(i) / 60
+		s := store.Sample{Time: t0.Add(time.Duration(i) * time.Minute), Host: "h", BootID: "b",
+			Rows: []store.Row{{Kind: store.KindProcess, Key: "late", PID: 30, StartTime: 1, Count: 1, PSS: uint64(40*miB + 100*miB*math.Max(h-1, 0))}}}
+		c.Add(&s)
+	}
+	if got := c.Rank(Options{MinSlope: 1 << 20}); len(got) != 1 || got[0].Growth <= 0 {
+		t.Errorf("growth that started an hour in and goes on: ranked %v", got)
+	}
+}

@@ -167,7 +167,7 @@ func (rep *Report) writeTable(w io.Writer, samples, hosts int, last *store.Sampl
 			id = strconv.Itoa(l.PID)
 		}
 		r := []string{
-			"+" + string(report.HumanBytes(nil, uint64(math.Max(l.Slope, 0)))),
+			"+" + string(report.HumanBytes(nil, uint64(math.Max(l.Growth, 0)))),
 			strconv.Itoa(int(math.Round(l.Steady*100))) + "%",
 			strconv.FormatFloat(math.Max(l.R2, 0), 'f', 2, 64),
 			string(report.HumanBytes(nil, l.Footprint)),
@@ -263,7 +263,9 @@ type jsonLeak struct {
 	PID                int           `json:"pid,omitempty"`
 	StartTime          uint64        `json:"start_time,omitempty"`
 	Count              int           `json:"count"`
+	GrowthBytesPerHour float64       `json:"growth_bytes_per_hour"`
 	SlopeBytesPerHour  float64       `json:"slope_bytes_per_hour"`
+	RecentBytesPerHour float64       `json:"recent_slope_bytes_per_hour"`
 	Steady             float64       `json:"steady"`
 	R2                 float64       `json:"r2"`
 	Points             int           `json:"points"`
@@ -291,7 +293,7 @@ func (rep *Report) writeJSON(w io.Writer, samples int, ranked []Leak) error {
 	for _, l := range ranked {
 		j := jsonLeak{
 			Kind: l.Kind.String(), Key: report.String(l.Key), Host: report.String(l.Host), PID: l.PID, StartTime: l.StartTime, Count: l.Count,
-			SlopeBytesPerHour: math.Round(l.Slope), Steady: round3(l.Steady), R2: round3(l.R2), Points: l.N,
+			GrowthBytesPerHour: math.Round(l.Growth), SlopeBytesPerHour: math.Round(l.Slope), RecentBytesPerHour: math.Round(l.Recent), Steady: round3(l.Steady), R2: round3(l.R2), Points: l.N,
 			First: l.First.UTC().Format(store.TimeLayout), Last: l.Last.UTC().Format(store.TimeLayout),
 			FootprintBytes: l.Footprint, HeadroomBytes: l.Headroom, CgroupLimited: l.Limited, CgroupLimitBytes: l.Limit,
 		}

@@ -318,7 +318,8 @@ func refMeminfo(s string) (Meminfo, error) {
 		"SReclaimable": &out.SReclaimable, "KReclaimable": &out.KReclaimable, "Mapped": &out.Mapped,
 		"SUnreclaim": &out.SUnreclaim, "KernelStack": &out.KernelStack, "PageTables": &out.PageTables,
 		"SecPageTables": &out.SecPageTables, "VmallocUsed": &out.VmallocUsed, "Percpu": &out.Percpu,
-		"Zswap": &out.Zswap,
+		"Zswap": &out.Zswap, "Zswapped": &out.Zswapped, "AnonPages": &out.AnonPages,
+		"HardwareCorrupted": &out.HardwareCorrupted, "Unaccepted": &out.Unaccepted,
 	}
 	for _, line := range lines {
 		key, val, found := strings.Cut(line, ":")

@@ -6,7 +6,8 @@ import (
 )
 
 // Zoneinfo holds what the kernel's own MemAvailable estimate needs from
-// /proc/zoneinfo, summed over every zone of every node, in bytes.
+// /proc/zoneinfo, and the free pages held on per-CPU lists, summed over
+// every zone of every node, in bytes.
 type Zoneinfo struct {
 	// LowWatermark is the sum of the zones' "low" watermarks.
 	LowWatermark uint64
@@ -15,6 +16,10 @@ type Zoneinfo struct {
 	// capped at its "managed" pages. The page allocator keeps this much
 	// free for itself.
 	Reserve uint64
+	// PCPFree is the sum of the "count:" lines of the zones' pagesets:
+	// free pages each CPU keeps on its own lists to allocate without a
+	// lock. They are in no line of /proc/meminfo, MemFree included.
+	PCPFree uint64
 }
 
 // Zoneinfo reads /proc/zoneinfo into out.
@@ -78,6 +83,14 @@ func ParseZoneinfo(b []byte, out *Zoneinfo, pageSize uint64) error {
 			default:
 				managed = v
 			}
+		case "count:":
+			v, n, ok := parseUint(val)
+			if !ok || n != len(val) || v > MaxBytes/pageSize {
+				return ErrMalformed
+			}
+			// Saturating: a count is at most a few thousand pages,
+			// and a forged file may hold any number of them.
+			out.PCPFree = min(out.PCPFree+v, MaxBytes/pageSize)
 		case "protection:":
 			// "(0, 3018, 5322)": the largest entry.
 			for len(val) > 0 {
@@ -99,6 +112,7 @@ func ParseZoneinfo(b []byte, out *Zoneinfo, pageSize uint64) error {
 	}
 	out.LowWatermark *= pageSize
 	out.Reserve *= pageSize
+	out.PCPFree *= pageSize
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestEstimateAvailableLive(t *testing.T) {
 
 func TestParseZoneinfo(t *testing.T) {
 	in := "Node 0, zone      DMA\n  pages free     3840\n        min      47\n        low      58\n        high     69\n        managed  3840\n        protection: (0, 3018, 5322, 5322)\n" +
-		"Node 0, zone   Normal\n  pagesets\n    cpu: 0\n              count: 0\n              high:  0\n        min      7292\n        low      9115\n        high     10938\n        managed  589824\n        protection: (0, 0, 0)\n"
+		"Node 0, zone   Normal\n  pagesets\n    cpu: 0\n              count: 17\n              high:  0\n    cpu: 1\n              count:    25\n              high:  0\n        min      7292\n        low      9115\n        high     10938\n        managed  589824\n        protection: (0, 0, 0)\n"
 	var z Zoneinfo
 	if err := ParseZoneinfo([]byte(in), &z, 4096); err != nil {
 		t.Fatal(err)
@@ -48,6 +48,10 @@ func TestParseZoneinfo(t *testing.T) {
 	// DMA: 5322+69 capped at 3840 managed; Normal: 0+10938.
 	if got, want := z.Reserve, uint64(3840+10938)*4096; got != want {
 		t.Errorf("Reserve = %d, want %d", got, want)
+	}
+	// The per-CPU lists' free pages: 17 + 25.
+	if got, want := z.PCPFree, uint64(17+25)*4096; got != want {
+		t.Errorf("PCPFree = %d, want %d", got, want)
 	}
 	if err := ParseZoneinfo([]byte("nothing\n"), &z, 4096); err != ErrMalformed {
 		t.Errorf("no zones: err = %v, want ErrMalformed", err)

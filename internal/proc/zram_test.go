@@ -81,12 +81,13 @@ func TestParseMmStat(t *testing.T) {
 // TestParseMeminfoKernel: the kernel lines the host ledger itemises.
 func TestParseMeminfoKernel(t *testing.T) {
 	in := "MemTotal: 1000 kB\nSUnreclaim: 1 kB\nKernelStack: 2 kB\nPageTables: 3 kB\nSecPageTables: 4 kB\n" +
-		"VmallocUsed: 5 kB\nPercpu: 6 kB\nZswap: 7 kB\nZswapped: 100 kB\nVmallocTotal: 999 kB\n"
+		"VmallocUsed: 5 kB\nPercpu: 6 kB\nZswap: 7 kB\nZswapped: 8 kB\nAnonPages: 9 kB\nHardwareCorrupted: 10 kB\nUnaccepted: 11 kB\nVmallocTotal: 999 kB\n"
 	var m Meminfo
 	if err := ParseMeminfo([]byte(in), &m); err != nil {
 		t.Fatal(err)
 	}
-	got := [...]uint64{m.SUnreclaim, m.KernelStack, m.PageTables, m.SecPageTables, m.VmallocUsed, m.Percpu, m.Zswap}
+	got := [...]uint64{m.SUnreclaim, m.KernelStack, m.PageTables, m.SecPageTables, m.VmallocUsed, m.Percpu, m.Zswap,
+		m.Zswapped, m.AnonPages, m.HardwareCorrupted, m.Unaccepted}
 	for i, v := range got {
 		if v != uint64(i+1)*1024 {
 			t.Errorf("field %d = %d, want %d", i, v, (i+1)*1024)

@@ -10,22 +10,24 @@ import (
 )
 
 // CSVHeader is the first record CSV writes, or its first columns; they
-// never change order within schema memwho.report/v1. With Options.Conns
-// CSVConnsColumn follows, then always CSVSplitColumns.
+// never change order within schema memwho.report/v1. CSVSplitColumns
+// follow, then CSVConnsColumn: every record has every column, so that
+// a reader by position finds each where it always is.
 var CSVHeader = []string{"kind", "key", "count", "ram_bytes", "private_bytes", "shared_bytes", "swap_bytes", "accuracy", "swap_source"}
 
-// CSVConnsColumn is the column CSV adds with Options.Conns: ESTABLISHED
-// TCP sockets of the group.
-const CSVConnsColumn = "tcp_established"
-
-// CSVSplitColumns end every record, after CSVConnsColumn when it is
-// there: the group's split of ram_bytes as in JSON. They were added
-// after the others so that readers of the earlier columns by position
-// keep working.
+// CSVSplitColumns follow CSVHeader: the group's split of ram_bytes as
+// in JSON. They were added after the others so that readers of the
+// earlier columns by position keep working.
 var CSVSplitColumns = []string{"pss_anon_bytes", "pss_file_bytes", "pss_shmem_bytes", "private_hugetlb_bytes"}
 
-// CSV writes the header record (CSVHeader, CSVConnsColumn with
-// opt.Conns, then CSVSplitColumns), one "group" record per group in the order
+// CSVConnsColumn ends every record: ESTABLISHED TCP sockets of the
+// group with Options.Conns (--conns), empty without it (not counted,
+// which 0 would misstate). It was inserted before CSVSplitColumns with
+// --conns only, and the columns after it shifted.
+const CSVConnsColumn = "tcp_established"
+
+// CSV writes the header record (CSVHeader, CSVSplitColumns,
+// CSVConnsColumn), one "group" record per group in the order
 // given and a final "total" record (key "total"), in RFC 4180 form as
 // encoding/csv writes it (LF line ends, fields quoted when needed).
 // Sizes are integer bytes; accuracy and swap_source are as in JSON.
@@ -45,10 +47,8 @@ func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Sn
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
 	header := CSVHeader[:len(CSVHeader):len(CSVHeader)]
-	if opt.Conns {
-		header = append(header, CSVConnsColumn)
-	}
 	header = append(header, CSVSplitColumns...)
+	header = append(header, CSVConnsColumn)
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -56,11 +56,11 @@ func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Sn
 	var key []byte
 	for i := range groups {
 		key = Sanitize(key[:0], groups[i].Key)
-		if err := cw.Write(csvRecord(rec, "group", string(key), &groups[i])); err != nil {
+		if err := cw.Write(csvRecord(rec, "group", string(key), &groups[i], opt.Conns)); err != nil {
 			return err
 		}
 	}
-	if err := cw.Write(csvRecord(rec, "total", "total", &total)); err != nil {
+	if err := cw.Write(csvRecord(rec, "total", "total", &total, opt.Conns)); err != nil {
 		return err
 	}
 	cw.Flush()
@@ -70,7 +70,7 @@ func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Sn
 	return bw.Flush()
 }
 
-func csvRecord(rec []string, kind, key string, g *sample.Group) []string {
+func csvRecord(rec []string, kind, key string, g *sample.Group, conns bool) []string {
 	rec[0] = kind
 	rec[1] = key
 	rec[2] = strconv.Itoa(g.Count)
@@ -81,13 +81,13 @@ func csvRecord(rec []string, kind, key string, g *sample.Group) []string {
 	rec[7] = g.Accuracy().String()
 	rec[8] = swapSource(g)
 	i := 9
-	if len(rec) > i+len(CSVSplitColumns) {
-		rec[i] = strconv.FormatUint(g.Conns, 10)
-		i++
-	}
 	for _, v := range [...]uint64{g.PssAnon, g.PssFile, g.PssShmem, g.PrivateHugetlb} {
 		rec[i] = strconv.FormatUint(v, 10)
 		i++
+	}
+	rec[i] = ""
+	if conns {
+		rec[i] = strconv.FormatUint(g.Conns, 10)
 	}
 	return rec
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,6 +212,15 @@ func goldenCases() []goldenCase {
 	// Every ledger line: huge pages mapped privately, zswap, zram.
 	full := snapshot(true)
 	full.Meminfo.Hugetlb, full.Meminfo.Zswap, full.Meminfo.Zram, full.Meminfo.SwapCached = 1*gib, 64*mib, 300*mib, 20*mib
+	// The free pages on per-CPU lists, what zswap holds, the rest of
+	// meminfo's lines, and the host read before the walk: 1 GiB was
+	// freed, and the page cache grew, while the processes were read.
+	full.Meminfo.PCPFree, full.Meminfo.Zswapped, full.Meminfo.KReclaimable = 148*mib, 139*mib, 410*mib
+	full.Meminfo.HardwareCorrupted, full.Meminfo.Unaccepted = 4*mib, 256*mib
+	full.Before, full.BeforeOK, full.BeforeSpan = full.Meminfo, true, 1234*time.Millisecond
+	full.Before.MemFree -= 1 * gib
+	full.Before.Cached -= 20 * mib
+	full.Before.PCPFree -= 8 * mib
 	fullGroups := hostileGroups()
 	fullGroups[0].PrivateHugetlb = 512 * mib
 	fullGroups[0].RAM += 512 * mib
@@ -492,6 +502,34 @@ func TestJSONKeys(t *testing.T) {
 	}
 }
 
+// TestCSVColumnsFixed: with --conns or without, every column is where
+// it always is; tcp_established, last, is empty when not counted. With
+// --conns it was inserted before the split, whose columns shifted.
+func TestCSVColumnsFixed(t *testing.T) {
+	groups := withConns(estimateGroups())
+	var plain, conns bytes.Buffer
+	if err := CSV(&plain, groups, sum(groups), nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CSV(&conns, groups, sum(groups), nil, Options{Conns: true}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := csv.NewReader(&plain).ReadAll()
+	b, _ := csv.NewReader(&conns).ReadAll()
+	if len(a) != len(b) || len(a) < 2 {
+		t.Fatalf("%d and %d records", len(a), len(b))
+	}
+	for i := range a {
+		last := len(a[i]) - 1
+		if len(a[i]) != len(b[i]) || !slices.Equal(a[i][:last], b[i][:last]) {
+			t.Errorf("record %d: %q without --conns, %q with", i, a[i], b[i])
+		}
+		if i > 0 && (a[i][last] != "" || b[i][last] == "") {
+			t.Errorf("record %d: tcp_established %q without --conns, %q with", i, a[i][last], b[i][last])
+		}
+	}
+}
+
 func TestCSVRoundTrip(t *testing.T) {
 	for _, groups := range [][]sample.Group{hostileGroups(), estimateGroups(), nil} {
 		total := sum(groups)
@@ -510,7 +548,7 @@ func TestCSVRoundTrip(t *testing.T) {
 		if len(recs) != len(groups)+2 {
 			t.Fatalf("got %d records, want %d", len(recs), len(groups)+2)
 		}
-		if diff := cmp.Diff(append(CSVHeader, CSVSplitColumns...), recs[0]); diff != "" {
+		if diff := cmp.Diff(append(append(CSVHeader, CSVSplitColumns...), CSVConnsColumn), recs[0]); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 		check := func(rec []string, kind string, g *sample.Group) {
@@ -520,7 +558,7 @@ func TestCSVRoundTrip(t *testing.T) {
 				strconv.FormatUint(g.Shared, 10), strconv.FormatUint(g.Swap, 10),
 				g.Accuracy().String(), swapSource(g),
 				strconv.FormatUint(g.PssAnon, 10), strconv.FormatUint(g.PssFile, 10),
-				strconv.FormatUint(g.PssShmem, 10), strconv.FormatUint(g.PrivateHugetlb, 10)}
+				strconv.FormatUint(g.PssShmem, 10), strconv.FormatUint(g.PrivateHugetlb, 10), ""}
 			key, err := unescape(rec[1])
 			if err != nil {
 				t.Errorf("key %q: %v", rec[1], err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestSVGGolden(t *testing.T) {
 	groups := hostileGroups()
 	groups[3].Estimated = 1
 	var b bytes.Buffer
-	if err := SVG(&b, groups, pageProcs(groups), Options{}); err != nil {
+	if err := SVG(&b, groups, sample.Total(groups), pageProcs(groups), snapshot(false), Options{HostName: "web1\x1b[31m"}); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "testdata/svg_hostile.golden", b.Bytes())
@@ -69,7 +70,7 @@ func TestPageEscapes(t *testing.T) {
 		if format == "html" {
 			err = HTML(&b, groups, total, procs, nil, Options{By: "program"})
 		} else {
-			err = SVG(&b, groups, procs, Options{By: "program"})
+			err = SVG(&b, groups, total, procs, nil, Options{By: "program"})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +97,8 @@ func TestPageEscapes(t *testing.T) {
 			want := "group: " + strings.NewReplacer("\uffff", `\uffff`, "\ufffe", `\ufffe`).Replace(string(Sanitize(nil, name)))
 			found := false
 			for _, title := range titles {
-				found = found || strings.HasPrefix(title, want+"\n")
+				// A group of one process names its pid too.
+				found = found || strings.HasPrefix(title, want+"\n") || strings.HasPrefix(title, want+" [pid ")
 			}
 			if !found {
 				t.Errorf("svg: no title starts with %q", want)
@@ -230,4 +232,34 @@ func BenchmarkHTML(b *testing.B) {
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// TestColourByName: a group keeps its colour whatever else the page
+// holds and in what order: the colour was the group's rank, and changed
+// from one run to the next.
+func TestColourByName(t *testing.T) {
+	fill := regexp.MustCompile(`<rect class="group"[^>]*fill="([^"]+)"[^>]*><title>group: (\w+)`)
+	colours := func(keys ...string) map[string]string {
+		var groups []sample.Group
+		for i, k := range keys {
+			groups = append(groups, sample.Group{Key: k, Count: 1, PIDs: []int{i + 1}, RAM: uint64(len(keys)-i) << 20})
+		}
+		var b bytes.Buffer
+		if err := SVG(&b, groups, sample.Total(groups), nil, nil, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, m := range fill.FindAllStringSubmatch(b.String(), -1) {
+			out[m[2]] = m[1]
+		}
+		return out
+	}
+	a := colours("postgres", "nginx", "sshd", "bash")
+	b := colours("bash", "cron", "postgres")
+	if a["postgres"] == "" || a["postgres"] != b["postgres"] || a["bash"] != b["bash"] {
+		t.Errorf("colours differ between pages: %v and %v", a, b)
+	}
+	if len(map[string]bool{a["postgres"]: true, a["nginx"]: true, a["sshd"]: true, a["bash"]: true}) < 4 {
+		t.Errorf("two of four groups share a colour: %v", a)
+	}
 }

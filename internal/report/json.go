@@ -63,7 +63,19 @@ const Schema = "memwho.report/v1"
 //	                     last ("not accounted") signed; swap_ledger: the
 //	                     same for swap_total_bytes (no swap cache line:
 //	                     SwapCached overlaps SwapPss; see
-//	                     swap_cached_bytes); tmpfs: tmpfs mounts
+//	                     swap_cached_bytes); swap_also: the lines
+//	                     shown under the swap ledger, not summed: the
+//	                     swap cache and zswap's pool (Zswapped), each
+//	                     always present; scan_movement (present when
+//	                     meminfo was read before the walk too):
+//	                     seconds between the reads,
+//	                     not_accounted_before_bytes (the ledger's last
+//	                     line with the host's figures from before the
+//	                     walk) and lines: the host lines that moved,
+//	                     {"name", "before_bytes", "bytes"}, largest move
+//	                     first; pcp_free_bytes (free pages on per-CPU
+//	                     lists, /proc/zoneinfo), zswap_bytes (Zswap),
+//	                     zswapped_bytes (Zswapped); tmpfs: tmpfs mounts
 //	                     as {"mount", "used_bytes"} (statfs; not part
 //	                     of the ledger's sum: their pages may be swapped
 //	                     out or mapped by processes), [] when not read
@@ -142,7 +154,10 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		buf = strconv.AppendInt(buf, m.SwapNotInProcess(procs.Swap), 10)
 		buf = append(buf, `,"mem_available_source":`...)
 		buf = appendJSONString(buf, m.Available.String())
-		l := sample.HostLedger(procs, m)
+		l := sample.SnapshotLedger(procs, snap)
+		buf = appendJSONUint(buf, "pcp_free_bytes", m.PCPFree, true)
+		buf = appendJSONUint(buf, "zswap_bytes", m.Zswap, true)
+		buf = appendJSONUint(buf, "zswapped_bytes", m.Zswapped, true)
 		buf = append(buf, `,"free_used_procps3_bytes":`...)
 		buf = strconv.AppendInt(buf, l.FreeUsedProcps3, 10)
 		ramMark, swapMark := marks(procs)
@@ -153,6 +168,27 @@ func JSON(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.S
 		buf = appendJSONInt(buf, "process_estimated_processes", procs.Estimated, true)
 		buf = appendJSONLedger(buf, "ledger", l.RAM, ramLineFromProcs, ramMark != 0)
 		buf = appendJSONLedger(buf, "swap_ledger", l.Swap, swapLineFromProcs, swapMark != 0)
+		buf = appendJSONLedger(buf, "swap_also", l.SwapAlso, func([]sample.LedgerLine, int) bool { return false }, false)
+		if mv := l.Moved; mv != nil {
+			buf = append(buf, `,"scan_movement":{"seconds":`...)
+			buf = strconv.AppendFloat(buf, mv.Span.Seconds(), 'f', -1, 64)
+			buf = append(buf, `,"not_accounted_before_bytes":`...)
+			buf = strconv.AppendInt(buf, mv.RemainderBefore, 10)
+			buf = append(buf, `,"lines":[`...)
+			for i, ml := range mv.Lines {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = append(buf, `{"name":`...)
+				buf = appendJSONString(buf, ml.Name)
+				buf = append(buf, `,"before_bytes":`...)
+				buf = strconv.AppendInt(buf, ml.Before, 10)
+				buf = append(buf, `,"bytes":`...)
+				buf = strconv.AppendInt(buf, ml.After, 10)
+				buf = append(buf, '}')
+			}
+			buf = append(buf, "]}"...)
+		}
 		buf = append(buf, `,"tmpfs":[`...)
 		for i, m := range opt.Tmpfs {
 			if i > 0 {

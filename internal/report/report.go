@@ -66,6 +66,14 @@ type Options struct {
 	// group objects and a last tcp_established column in CSV. The
 	// caller sets it only when they were counted (Snapshot.ConnsOK).
 	Conns bool
+	// Hidden are the groups --top left out of the rows: the pictures
+	// (HTML, SVG) draw them in their "other" rectangle and list them,
+	// so that the maps are of every process selected. The table, JSON
+	// and CSV leave them out.
+	Hidden []sample.Group
+	// HostName names the host the figures are of in the pictures; ""
+	// when not known (a snapshot file).
+	HostName string
 	// Split adds the table columns Anon, File and Shmem after Swap: the
 	// groups' RAM split by kind of page (Group.PssAnon, PssFile,
 	// PssShmem). JSON and CSV always carry the split.

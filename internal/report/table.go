@@ -98,7 +98,7 @@ func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.
 		buf = append(buf, " swap counted in full: no SwapPss on this kernel, so swapped pages shared between processes count once per process\n"...)
 	}
 	if opt.System && snap != nil && snap.MeminfoOK {
-		buf = t.system(buf, opt.host(&total), &snap.Meminfo)
+		buf = t.system(buf, opt.host(&total), snap)
 	}
 	_, err := w.Write(buf)
 	return err
@@ -270,23 +270,34 @@ func swapLineFromProcs(lines []sample.LedgerLine, i int) bool {
 // procs is every process of the snapshot, not only the rows shown: the
 // ledger is the host's. Lines of 0 bytes are left out here (JSON lists
 // every one), except free and the remainder.
-func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byte {
+func (t *table) system(buf []byte, procs *sample.Group, snap *sample.Snapshot) []byte {
+	m := &snap.Meminfo
 	procMark, procSwapMark := marks(procs)
 	var availMark byte
 	if m.Available != sample.AvailableKernel {
 		availMark = markEstimate
 	}
-	l := sample.HostLedger(procs, m)
-	buf = append(buf, "\nSystem ledger (/proc/meminfo): every byte of RAM, lines of 0 B left out\n"...)
+	l := sample.SnapshotLedger(procs, snap)
+	buf = append(buf, "\nSystem ledger (/proc/meminfo, /proc/zoneinfo): every byte of RAM, lines of 0 B left out\n"...)
 	for i, line := range l.RAM {
 		var mark byte
 		if ramLineFromProcs(l.RAM, i) {
 			mark = procMark
 		}
-		buf = t.ledgerLine(buf, line, mark, i == len(l.RAM)-1 || line.Name == "free")
+		buf = t.ledgerLine(buf, line, mark, i == len(l.RAM)-1 || line.Name == sample.FreeLine)
 		if line.Name == sample.ShmemLedgerLine {
 			buf = t.tmpfs(buf)
 		}
+	}
+	if mv := l.Moved; mv != nil && len(mv.Lines) > 0 {
+		start := len(buf)
+		buf = append(buf, "    "...)
+		buf = append(buf, MovedLabel...)
+		buf = appendSpaces(buf, labelWidth+2-(len(buf)-start))
+		buf = t.signedCell(buf, procMark, mv.RemainderBefore)
+		buf = append(buf, "  "...)
+		buf = AppendMoved(buf, mv)
+		buf = append(buf, '\n')
 	}
 	buf = t.sysLine(buf, "= total RAM", 0, m.MemTotal, "MemTotal")
 
@@ -320,10 +331,13 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 			}
 			buf = t.ledgerLine(buf, line, mark, i > 0)
 		}
-		if m.SwapCached > 0 {
-			start := len(buf)
-			buf = append(buf, "    also in RAM: swap cache"...)
-			buf = t.subLine(buf, start, m.SwapCached, sample.SwapCacheSource)
+		for _, line := range l.SwapAlso {
+			if line.Bytes > 0 {
+				start := len(buf)
+				buf = append(buf, "    "...)
+				buf = append(buf, line.Name...)
+				buf = t.subLine(buf, start, uint64(line.Bytes), line.Source)
+			}
 		}
 		buf = t.sysLine(buf, "= total swap", 0, m.SwapTotal, "SwapTotal")
 	}
@@ -336,6 +350,39 @@ func (t *table) system(buf []byte, procs *sample.Group, m *sample.Meminfo) []byt
 		buf = append(buf, " no MemAvailable in /proc/meminfo and no /proc/zoneinfo: estimated from MemFree, the file LRUs and reclaimable slab without the zone watermarks; free's used may be understated\n"...)
 	}
 	return buf
+}
+
+// MovedLabel names the RAM ledger's remainder computed with the host's
+// figures read before the walk (sample.Movement), shown under it.
+const MovedLabel = "not accounted before the walk"
+
+// AppendMoved appends what a movement's line says: the source, how long
+// before, and the host lines that moved most ("free +1.0 GiB").
+func AppendMoved(buf []byte, mv *sample.Movement) []byte {
+	buf = append(buf, sample.MovedSource...)
+	buf = append(buf, " ("...)
+	buf = strconv.AppendFloat(buf, mv.Span.Seconds(), 'f', 2, 64)
+	buf = append(buf, " s earlier; moved:"...)
+	for i, ml := range mv.Lines {
+		if i == 3 {
+			buf = append(buf, " and "...)
+			buf = strconv.AppendInt(buf, int64(len(mv.Lines)-3), 10)
+			buf = append(buf, " more"...)
+			break
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, ' ')
+		buf = append(buf, ml.Name...)
+		buf = append(buf, ' ')
+		d := ml.After - ml.Before
+		if d >= 0 {
+			buf = append(buf, '+')
+		}
+		buf = appendSignedBytes(buf, d)
+	}
+	return append(buf, ')')
 }
 
 // tmpfsSource is the note of the first tmpfs sub-line.

@@ -1,23 +1,44 @@
 package sample
 
-import "github.com/memwho/memwho/internal/proc"
+import (
+	"time"
 
-// ReadMeminfo reads /proc/meminfo through r into snap (Meminfo, MeminfoOK
-// and MeminfoErr), using m as scratch: the host figures of every
-// snapshot the sampler (internal/engine) fills.
+	"github.com/memwho/memwho/internal/proc"
+)
+
+// ReadMeminfo reads /proc/meminfo and /proc/zoneinfo through r into snap
+// (Meminfo, MeminfoOK and MeminfoErr), using m as scratch: the host
+// figures of every snapshot the sampler (internal/engine) fills, read
+// after its walk. When ReadMeminfoBefore read them before the walk too,
+// it sets BeforeSpan.
 //
 // Where the kernel gives no MemAvailable line, MemAvailable is computed
 // the way the kernel computes it (proc.EstimateAvailable), with the zone
 // watermarks of /proc/zoneinfo when it can be read, and Available says
 // so. A MemAvailable of 0 would make every byte of RAM "used".
 func ReadMeminfo(r *proc.Reader, m *proc.Meminfo, snap *Snapshot) {
-	snap.MeminfoErr = r.Meminfo(m)
+	snap.MeminfoErr = readHost(r, m, &snap.Meminfo)
 	snap.MeminfoOK = snap.MeminfoErr == nil
-	if !snap.MeminfoOK {
-		snap.Meminfo = Meminfo{}
-		return
+	if snap.BeforeOK {
+		// snap.Time is when the walk, and ReadMeminfoBefore, started.
+		snap.BeforeSpan = time.Since(snap.Time)
 	}
-	snap.Meminfo = Meminfo{
+}
+
+// ReadMeminfoBefore is ReadMeminfo into snap.Before (BeforeOK), for the
+// sampler to call before its walk, just after it sets snap.Time.
+func ReadMeminfoBefore(r *proc.Reader, m *proc.Meminfo, snap *Snapshot) {
+	snap.BeforeOK = readHost(r, m, &snap.Before) == nil
+	snap.BeforeSpan = 0
+}
+
+// readHost reads meminfo and zoneinfo into out, zero on error.
+func readHost(r *proc.Reader, m *proc.Meminfo, out *Meminfo) error {
+	if err := r.Meminfo(m); err != nil {
+		*out = Meminfo{}
+		return err
+	}
+	*out = Meminfo{
 		MemTotal: m.MemTotal, MemFree: m.MemFree, MemAvailable: m.MemAvailable,
 		Buffers: m.Buffers, Cached: m.Cached, Shmem: m.Shmem,
 		SwapTotal: m.SwapTotal, SwapFree: m.SwapFree, SwapCached: m.SwapCached,
@@ -25,18 +46,25 @@ func ReadMeminfo(r *proc.Reader, m *proc.Meminfo, snap *Snapshot) {
 		SReclaimable: m.SReclaimable, SUnreclaim: m.SUnreclaim, KernelStack: m.KernelStack,
 		PageTables:  min(m.PageTables+m.SecPageTables, proc.MaxBytes),
 		VmallocUsed: m.VmallocUsed, Percpu: m.Percpu, Zswap: m.Zswap,
-	}
-	if m.HasMemAvailable {
-		return
+		KReclaimable: m.KReclaimable, Zswapped: m.Zswapped, AnonPages: m.AnonPages,
+		HardwareCorrupted: m.HardwareCorrupted, Unaccepted: m.Unaccepted,
 	}
 	var z proc.Zoneinfo
-	if r.Zoneinfo(&z) == nil {
-		snap.Meminfo.MemAvailable = proc.EstimateAvailable(m, &z)
-		snap.Meminfo.Available = AvailableEstimated
-	} else {
-		snap.Meminfo.MemAvailable = proc.EstimateAvailable(m, nil)
-		snap.Meminfo.Available = AvailableUpperBound
+	zerr := r.Zoneinfo(&z)
+	if zerr == nil {
+		out.PCPFree = z.PCPFree
 	}
+	if m.HasMemAvailable {
+		return nil
+	}
+	if zerr == nil {
+		out.MemAvailable = proc.EstimateAvailable(m, &z)
+		out.Available = AvailableEstimated
+	} else {
+		out.MemAvailable = proc.EstimateAvailable(m, nil)
+		out.Available = AvailableUpperBound
+	}
+	return nil
 }
 
 // Used is MemTotal - MemAvailable, in bytes: what the kernel says it

@@ -127,10 +127,17 @@ func IsInterpreter(exe string) bool {
 // its NUL-separated command line, or nil when it runs none (an
 // interactive shell, "python3 -c ...", a REPL). For "python3 -m mod" it
 // returns "mod".
+//
+// Short options may be combined ("sh -ec CODE", "bash -lc CODE", "python3
+// -uc CODE", "perl -ne CODE"): a combination holding the interpreter's
+// code option runs code given on the command line, and names no script,
+// as the option alone does. An argument that cannot be a file's name (a
+// newline, a shell separator, longer than a name may be) is code too:
+// every distinct command string would otherwise become its own program.
 func ScriptOf(exe string, cmdline []byte) []byte {
+	fam := familyOf(exe)
 	args := cmdline
-	first := true
-	for len(args) > 0 {
+	next := func() []byte {
 		end := bytes.IndexByte(args, 0)
 		if end < 0 {
 			end = len(args)
@@ -141,12 +148,19 @@ func ScriptOf(exe string, cmdline []byte) []byte {
 		} else {
 			args = nil
 		}
-		if first {
-			// argv[0] is the interpreter itself.
-			first = false
+		return arg
+	}
+	next() // argv[0] is the interpreter itself.
+	for len(args) > 0 {
+		arg := next()
+		if len(arg) == 0 {
 			continue
 		}
-		if len(arg) == 0 {
+		if arg[0] == '+' && fam.shell {
+			// "bash +e script", "set +o name": options turned off.
+			if bytes.ContainsAny(arg[1:], "oO") {
+				next()
+			}
 			continue
 		}
 		if arg[0] != '-' {
@@ -155,37 +169,107 @@ func ScriptOf(exe string, cmdline []byte) []byte {
 			if bytes.HasPrefix(arg, []byte("/dev/fd/")) || bytes.HasPrefix(arg, []byte("/proc/self/fd/")) {
 				return nil
 			}
-			return basename(arg)
+			return fileName(basename(arg))
 		}
 		switch string(arg) {
-		case "-c", "-e", "--eval", "-p", "--print", "-":
+		case "-", "--eval", "--print", "--command":
 			// Code on the command line or from stdin: no script.
 			return nil
-		case "-m":
-			if strings.HasPrefix(exe, "python") || strings.HasPrefix(exe, "pypy") {
-				end := bytes.IndexByte(args, 0)
-				if end < 0 {
-					end = len(args)
-				}
-				return args[:end]
-			}
-		case "-W", "-X", "-r", "--require":
+		case "--require", "--import", "--loader":
 			// Options that take the next argument as their value.
-			end := bytes.IndexByte(args, 0)
-			if end < 0 {
-				return nil
-			}
-			args = args[end+1:]
+			next()
+			continue
 		case "--":
-			end := bytes.IndexByte(args, 0)
-			if end < 0 {
-				end = len(args)
-			}
-			if end == 0 {
+			if len(args) == 0 {
 				return nil
 			}
-			return basename(args[:end])
+			s := next()
+			if len(s) == 0 {
+				return nil
+			}
+			return fileName(basename(s))
+		}
+		if arg[1] == '-' {
+			continue // any other long option: "--login", "-- norc"
+		}
+		// One or more short options: "-u", "-ec", "-Wignore".
+		for i := 1; i < len(arg); i++ {
+			c := arg[i]
+			if strings.IndexByte(fam.code, c) >= 0 {
+				return nil
+			}
+			if strings.IndexByte(fam.value, c) < 0 {
+				continue
+			}
+			// The option's value is the rest of the argument, or the
+			// next argument when nothing follows.
+			val := arg[i+1:]
+			if len(val) == 0 {
+				val = next()
+			}
+			if c == 'm' && fam.module {
+				if len(val) == 0 {
+					return nil
+				}
+				return fileName(val)
+			}
+			break
 		}
 	}
 	return nil
+}
+
+// family is how an interpreter's short options read.
+type family struct {
+	// code are the options whose value is the program's text: -c for
+	// shells and Python, -e for Perl, Ruby, Node.js, Lua and R.
+	code string
+	// value are the options that take a value (attached, or the next
+	// argument): it is not the script.
+	value string
+	// shell: +o turns an option off and takes a value too.
+	shell bool
+	// module: -m MOD runs a module, named by the value.
+	module bool
+}
+
+// families are the interpreters whose options read otherwise than a
+// shell's, by the prefix of their executable's name.
+var families = []struct {
+	prefix string
+	f      family
+}{
+	{"python", family{code: "c", value: "mWXQ", module: true}},
+	{"pypy", family{code: "c", value: "mWXQ", module: true}},
+	{"perl", family{code: "eE", value: "IMmlx0dDCi"}},
+	{"ruby", family{code: "e", value: "IrCEFKTWx"}},
+	{"node", family{code: "ep", value: "r"}},
+	{"deno", family{code: "ep", value: "r"}},
+	{"bun", family{code: "ep", value: "r"}},
+	{"php", family{code: "rBRE", value: "cdz"}},
+	{"lua", family{code: "e", value: "l"}},
+	{"Rscript", family{code: "e"}},
+	{"tclsh", family{}},
+}
+
+// familyOf returns how exe's options read: bash, sh, dash, zsh, ksh and
+// fish (and an interpreter not known here) read -c as running the next
+// argument, and -o and -O as setting an option named by the next one.
+func familyOf(exe string) family {
+	for _, f := range families {
+		if strings.HasPrefix(exe, f.prefix) {
+			return f.f
+		}
+	}
+	return family{code: "c", value: "oO", shell: true}
+}
+
+// fileName returns name when it can be a file's basename, else nil: a
+// name longer than NAME_MAX (255 bytes), or holding a newline or a shell
+// separator (; | & ` $), is a piece of a command string.
+func fileName(name []byte) []byte {
+	if len(name) == 0 || len(name) > 255 || bytes.ContainsAny(name, "\n;|&`$") {
+		return nil
+	}
+	return name
 }

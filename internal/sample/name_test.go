@@ -42,6 +42,31 @@ func TestScriptOf(t *testing.T) {
 		{"node", "node\x00--require\x00ts-node/register\x00server.ts\x00", "server.ts"},
 		{"perl", "perl\x00-e\x00print 1\x00", ""},
 		{"ruby", "ruby\x00--\x00script.rb\x00", "script.rb"},
+		// Combined short options holding the code option run code
+		// from the command line, as -c alone does: the name came from
+		// a piece of the command string ("null [dash]").
+		{"dash", "sh\x00-ec\x00sleep 30; echo x >/dev/null\x00", ""},
+		{"bash", "bash\x00-lc\x00exec sleep 30 </dev/null\x00", ""},
+		{"bash", "bash\x00-xeuc\x00make -C /srv/build\x00", ""},
+		{"bash", "bash\x00-ce\x00true\x00", ""},
+		{"python3.11", "python3\x00-uc\x00import time; time.sleep(30)\x00", ""},
+		{"python3.11", "python3\x00-Bc\x00print(1)\x00", ""},
+		{"perl", "perl\x00-ne\x00print if /x/\x00file.txt\x00", ""},
+		{"perl", "perl\x00-MData::Dumper\x00-e\x001\x00", ""},
+		{"node", "node\x00-pe\x00process.version\x00", ""},
+		{"php8.2", "php\x00-r\x00echo 1;\x00", ""},
+		// Combined options without it still name the script.
+		{"bash", "bash\x00-eu\x00/srv/deploy.sh\x00", "deploy.sh"},
+		{"dash", "sh\x00-e\x00/usr/sbin/backup\x00", "backup"},
+		{"python3.11", "python3\x00-uB\x00/srv/worker.py\x00", "worker.py"},
+		{"python3.11", "python3\x00-mhttp.server\x00", "http.server"},
+		{"python3.11", "python3\x00-Wignore\x00app.py\x00", "app.py"},
+		{"bash", "bash\x00-o\x00pipefail\x00run.sh\x00", "run.sh"},
+		{"bash", "bash\x00+o\x00posix\x00run.sh\x00", "run.sh"},
+		{"perl", "perl\x00-Ilib\x00-w\x00tool.pl\x00", "tool.pl"},
+		// What cannot be a file's name is a command string.
+		{"bash", "bash\x00echo a; sleep 1\x00", ""},
+		{"python3.11", "python3\x00print(1)\nprint(2)\x00", ""},
 	} {
 		if got := string(ScriptOf(tc.exe, []byte(tc.cmdline))); got != tc.want {
 			t.Errorf("ScriptOf(%q, %q) = %q, want %q", tc.exe, tc.cmdline, got, tc.want)
@@ -105,6 +130,22 @@ func TestExeFromCmdline(t *testing.T) {
 	} {
 		if got := string(ExeFromCmdline(tc.comm, []byte(tc.cmdline))); got != tc.want {
 			t.Errorf("ExeFromCmdline(%q, %q) = %q, want %q", tc.comm, tc.cmdline, got, tc.want)
+		}
+	}
+}
+
+// TestScriptOfAllocs: ScriptOf runs for every interpreter process of
+// every walk, and allocates nothing (a table of families built per call
+// cost 8 allocations, which TestScanReuse of package engine caught).
+func TestScriptOfAllocs(t *testing.T) {
+	for _, tc := range []struct{ exe, cmdline string }{
+		{"python3.11", "python3\x00-u\x00/srv/app.py\x00"},
+		{"bash", "bash\x00-ec\x00sleep 1; true\x00"},
+		{"perl", "perl\x00-Ilib\x00tool.pl\x00"},
+	} {
+		cl := []byte(tc.cmdline)
+		if n := testing.AllocsPerRun(100, func() { ScriptOf(tc.exe, cl) }); n != 0 {
+			t.Errorf("ScriptOf(%q, %q): %v allocations, want 0", tc.exe, tc.cmdline, n)
 		}
 	}
 }

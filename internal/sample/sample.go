@@ -163,6 +163,16 @@ type Meminfo struct {
 	// Zswap lines. Zero where the kernel has no such line.
 	SReclaimable, SUnreclaim, KernelStack, PageTables uint64
 	VmallocUsed, Percpu, Zswap                        uint64
+	// More of meminfo's lines for the ledger: KReclaimable (4.20+),
+	// Zswapped (what zswap's pool holds, uncompressed; 5.19+),
+	// AnonPages, HardwareCorrupted and Unaccepted (6.5+). Zero where
+	// the kernel has no such line.
+	KReclaimable, Zswapped, AnonPages uint64
+	HardwareCorrupted, Unaccepted     uint64
+	// PCPFree is the free memory on the per-CPU lists, in no line of
+	// meminfo (proc.Zoneinfo.PCPFree), in bytes; 0 where
+	// /proc/zoneinfo could not be read.
+	PCPFree uint64
 	// Zram is the RAM zram devices take (proc.ZramUsed: mem_used_total
 	// of /sys/block/zram*/mm_stat), in bytes; 0 where there is none or
 	// sysfs was not read.
@@ -204,10 +214,17 @@ type Snapshot struct {
 	Time  time.Time
 	Procs []Process
 	// Meminfo is valid when MeminfoOK is true; MeminfoErr says why it
-	// is not.
+	// is not. It is read after the walk.
 	Meminfo    Meminfo
 	MeminfoOK  bool
 	MeminfoErr error
+	// Before is /proc/meminfo read before the walk, valid when
+	// BeforeOK; BeforeSpan is the time from that read to Meminfo's.
+	// Set against Meminfo, it says how far the host moved while the
+	// processes were read (SnapshotLedger). Zram is not read there.
+	Before     Meminfo
+	BeforeOK   bool
+	BeforeSpan time.Duration
 	// Gone counts processes that exited between listing /proc and reading
 	// them; they are left out.
 	Gone int

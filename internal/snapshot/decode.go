@@ -152,6 +152,37 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		}
 	}
 
+	if seen[tagLedger] {
+		r = reader{b: secs[tagLedger], tag: tagLedger}
+		mi := &s.Meminfo
+		for _, p := range [...]*uint64{&mi.KReclaimable, &mi.Zswapped, &mi.AnonPages, &mi.HardwareCorrupted, &mi.Unaccepted, &mi.PCPFree} {
+			*p = r.uvarint()
+		}
+		if err := r.end(); err != nil {
+			return m, err
+		}
+	}
+
+	if seen[tagBefore] {
+		r = reader{b: secs[tagBefore], tag: tagBefore}
+		span := r.uvarint()
+		if span > math.MaxInt64 {
+			return m, malformed("before: span %d", span)
+		}
+		s.BeforeSpan, s.BeforeOK = time.Duration(span), true
+		b := &s.Before
+		for _, p := range allFigures(b) {
+			*p = r.uvarint()
+		}
+		b.Available = sample.AvailableSource(r.byte())
+		if err := r.end(); err != nil {
+			return m, err
+		}
+		if b.Available > sample.AvailableUpperBound {
+			return m, malformed("before: unknown available source %d", b.Available)
+		}
+	}
+
 	if seen[tagStale] {
 		r = reader{b: secs[tagStale], tag: tagStale}
 		s.Oldest = r.time()

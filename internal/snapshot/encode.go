@@ -87,6 +87,28 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 		endSection(dst, at)
 	}
 
+	if k := ledgerFigures(&s.Meminfo); k != [len(k)]uint64{} {
+		at = beginSection(&dst, tagLedger)
+		for _, v := range k {
+			dst = binary.AppendUvarint(dst, v)
+		}
+		endSection(dst, at)
+	}
+	if s.BeforeOK {
+		at = beginSection(&dst, tagBefore)
+		dst = binary.AppendUvarint(dst, uint64(max(s.BeforeSpan, 0)))
+		b := &s.Before
+		for _, p := range allFigures(b) {
+			dst = binary.AppendUvarint(dst, *p)
+		}
+		avail := b.Available
+		if avail > sample.AvailableUpperBound {
+			avail = sample.AvailableKernel
+		}
+		dst = append(dst, byte(avail))
+		endSection(dst, at)
+	}
+
 	procs := s.Procs
 	at = beginSection(&dst, tagPID)
 	prev := int64(0)
@@ -233,6 +255,21 @@ func stringField(p *sample.Process, tag int) *string {
 func kernelFigures(m *sample.Meminfo) [8]uint64 {
 	return [...]uint64{m.SReclaimable, m.SUnreclaim, m.KernelStack, m.PageTables,
 		m.VmallocUsed, m.Percpu, m.Zswap, m.Zram}
+}
+
+// ledgerFigures are the values of the ledger section, in its order.
+func ledgerFigures(m *sample.Meminfo) [6]uint64 {
+	return [...]uint64{m.KReclaimable, m.Zswapped, m.AnonPages, m.HardwareCorrupted, m.Unaccepted, m.PCPFree}
+}
+
+// allFigures are every figure of m, in the order of the before section:
+// the meminfo section's, the kernel section's, the ledger section's.
+func allFigures(mi *sample.Meminfo) [24]*uint64 {
+	return [...]*uint64{&mi.MemTotal, &mi.MemFree, &mi.MemAvailable, &mi.Buffers, &mi.Cached,
+		&mi.Shmem, &mi.SwapTotal, &mi.SwapFree, &mi.SwapCached, &mi.Hugetlb,
+		&mi.SReclaimable, &mi.SUnreclaim, &mi.KernelStack, &mi.PageTables,
+		&mi.VmallocUsed, &mi.Percpu, &mi.Zswap, &mi.Zram,
+		&mi.KReclaimable, &mi.Zswapped, &mi.AnonPages, &mi.HardwareCorrupted, &mi.Unaccepted, &mi.PCPFree}
 }
 
 func stateByte(p *sample.Process) byte {

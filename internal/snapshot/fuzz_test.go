@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -18,6 +19,9 @@ func FuzzDecode(f *testing.F) {
 	split.Procs[0].PssAnon, split.Procs[0].PssFile, split.Procs[0].PssShmem = 8<<20, 3<<20, 1<<20
 	split.Procs[1].PrivateHugetlb = 2 << 20
 	split.Meminfo.SUnreclaim, split.Meminfo.Zram = 50<<20, 7<<20
+	// The ledger's figures and those read before the walk.
+	split.Meminfo.PCPFree, split.Meminfo.Zswapped = 12<<20, 3<<20
+	split.Before, split.BeforeOK, split.BeforeSpan = split.Meminfo, true, 1500*time.Millisecond
 	for _, s := range []*sample.Snapshot{{}, small(), hostile(), synthetic(20), split} {
 		f.Add(Encode(nil, s))
 	}

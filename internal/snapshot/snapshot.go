@@ -78,6 +78,14 @@ const (
 	// first release: Snapshot.Oldest and StaleBound, written only when
 	// the bound is not zero.
 	tagStale = 6
+	// tagLedger is optional (absent: zero), added after version 1's
+	// first release: more meminfo lines of the host ledger, and the
+	// free pages on per-CPU lists (ledgerFigures).
+	tagLedger = 7
+	// tagBefore is optional (absent: Snapshot.BeforeOK false), added
+	// after version 1's first release: the host's figures read before
+	// the walk (Snapshot.Before, BeforeSpan).
+	tagBefore = 8
 
 	tagPID       = 16 // zigzag delta from the previous process's PID
 	tagPPID      = 17 // zigzag
@@ -135,6 +143,7 @@ const (
 
 var tagNames = [maxKnownTag + 1]string{
 	tagInfo: "info", tagMeminfo: "meminfo", tagMeminfoErr: "meminfo error", tagTaken: "taken", tagKernel: "kernel", tagStale: "stale",
+	tagLedger: "ledger", tagBefore: "before",
 	tagPID: "pid", tagPPID: "ppid", tagStartTime: "start time", tagUID: "uid",
 	tagName: "name", tagComm: "comm", tagExe: "exe", tagScript: "script", tagCgroup: "cgroup",
 	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
