@@ -621,6 +621,8 @@ func TestPrivilegedInstall(t *testing.T) {
 
 	t.Run("attacks", e.checkAttacks)
 
+	e.checkReader(t)
+
 	t.Run("sandbox", func(t *testing.T) {
 		stdout, stderr, code := e.run(t, "--sandbox", "--by", "pid", "-p", strconv.Itoa(e.target), "--json")
 		if code != 0 {
@@ -746,6 +748,7 @@ func TestPrivilegedSetuid(t *testing.T) {
 	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})
+	e.checkReader(t)
 }
 
 func mustArchive(t *testing.T, name string) *txtar.Archive {

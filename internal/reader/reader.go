@@ -77,7 +77,7 @@ type Options struct {
 	// NoNames, PIDs; Conns counts TCP connections (and keeps
 	// CAP_DAC_READ_SEARCH for the /proc/PID/fd walk).
 	Fast, UID, Cgroup, NoNames, Conns bool
-	PIDs                               []int
+	PIDs                              []int
 	// Sandbox confines the reader with Landlock once /proc is open
 	// (report --sandbox).
 	Sandbox bool
