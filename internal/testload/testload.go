@@ -58,6 +58,22 @@ type Spec struct {
 	Cgroup string
 	// Dir is where the FileShared file is created; "" means os.TempDir().
 	Dir string
+	// THP is anonymous private memory the child asks to be backed by
+	// transparent huge pages (MADV_HUGEPAGE, 2 MiB aligned) and writes:
+	// whether it gets them depends on the host
+	// (/sys/kernel/mm/transparent_hugepage) and on free memory.
+	THP int64
+	// Hugetlb is anonymous private memory from the huge page pool
+	// (MAP_HUGETLB, 2 MiB pages), written; the pool must hold it
+	// (vm.nr_hugepages) or the child fails to start.
+	Hugetlb int64
+	// ZeroRead is anonymous private memory the child only reads: every
+	// page maps the shared zero page, which smaps counts nowhere.
+	ZeroRead int64
+	// FilePrivate is the size of a file each child creates (in Dir,
+	// unlinked at once), maps MAP_PRIVATE and reads, then writes every
+	// other page: half page cache, half its own anonymous copies.
+	FilePrivate int64
 	// LeaderExit makes each child's main thread exit once the memory is
 	// touched, while another thread runs on and keeps the address space:
 	// the thread-group leader is then a zombie with Threads above 1, and
@@ -101,7 +117,8 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	if n < 1 {
 		return nil, errors.New("testload: need at least one child")
 	}
-	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 {
+	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 ||
+		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -313,6 +330,14 @@ func (g *Group) Stop() error {
 func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "private=%d,file=%d,memfd=%d,cow=%d,shmem=%d", spec.Private, spec.FileShared, spec.MemfdShared, spec.COW, spec.Shmem)
+	for _, f := range []struct {
+		k string
+		v int64
+	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}} {
+		if f.v > 0 {
+			fmt.Fprintf(&b, ",%s=%d", f.k, f.v)
+		}
+	}
 	if exitAfterTouch {
 		b.WriteString(",exit=1")
 	}
@@ -322,6 +347,13 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	env := []string{childEnv + "=" + b.String(), "GOMAXPROCS=1", "GOGC=off"}
 	if spec.Cgroup != "" {
 		env = append(env, childEnv+"_CGROUP="+spec.Cgroup)
+	}
+	if spec.FilePrivate > 0 {
+		dir := spec.Dir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		env = append(env, childEnv+"_DIR="+dir)
 	}
 	return env
 }
