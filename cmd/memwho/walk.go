@@ -34,6 +34,10 @@ func readerOptions(opt engine.Options, conns bool) reader.Options {
 // gains privilege any more (no_new_privs: it was left off for the
 // reader's exec).
 func startReader(ctx context.Context, opt reader.Options) (*reader.Client, error) {
+	// The reader would fail at the same check, with a less clear word.
+	if err := engine.CheckFiles(); err != nil {
+		return nil, err
+	}
 	c, err := reader.Start(ctx, opt)
 	if err != nil {
 		return nil, err

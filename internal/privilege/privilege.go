@@ -186,7 +186,10 @@ func Start() (State, bool) {
 // docs/safe.md.
 func Setup() (State, error) {
 	s, err := Current()
-	sec := SecureExec()
+	// Asked only of an elevated process: reading /proc/self/auxv makes
+	// the Go runtime's poller, which an open-file limit of 8 refuses
+	// fatally, before a command could say so.
+	sec := (err != nil || s.Elevated()) && SecureExec()
 	startMu.Lock()
 	start, setUp, elevated, secure = s, true, err != nil || s.Elevated(), sec
 	startMu.Unlock()

@@ -33,6 +33,10 @@ type Client struct {
 
 	mu    sync.Mutex
 	notes []string
+	// exited is closed once the reader has been reaped; state is how
+	// it ended.
+	exited chan struct{}
+	state  *os.ProcessState
 
 	pending  error // an error that came after the snapshot Scan gave
 	deferred []Deferred
@@ -109,6 +113,11 @@ func Start(ctx context.Context, opt Options) (*Client, error) {
 		return nil, fmt.Errorf("start the reader: %w", s.err)
 	}
 	c.proc = s.p
+	c.exited = make(chan struct{})
+	go func() {
+		c.state, _ = c.proc.Wait()
+		close(c.exited)
+	}()
 	go c.read()
 	select {
 	case f := <-c.frames:
@@ -221,6 +230,14 @@ func (c *Client) ended(err error) error {
 	default:
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		// Say how, when it has gone by now (killed by a signal).
+		select {
+		case <-c.exited:
+			if c.state != nil {
+				return fmt.Errorf("the reader ended without a word (%v)", c.state)
+			}
+		case <-time.After(100 * time.Millisecond):
+		}
 		return errors.New("the reader ended without a word")
 	}
 	return fmt.Errorf("reader: %w", err)
@@ -317,13 +334,8 @@ func (c *Client) Close() error {
 		}
 		c.proc.Signal(syscall.SIGKILL)
 		c.pipe.Close()
-		waited := make(chan struct{})
-		go func() {
-			c.proc.Wait()
-			close(waited)
-		}()
 		select {
-		case <-waited:
+		case <-c.exited:
 		case <-time.After(200 * time.Millisecond):
 		}
 	})
