@@ -72,9 +72,9 @@ var (
 type State struct {
 	RUID, EUID, SUID, FSUID int
 	RGID, EGID, SGID, FSGID int
-	// Permitted and Effective are capability bit masks (bit n is
-	// capability n) of the calling thread.
-	Permitted, Effective uint64
+	// Permitted, Effective and Inheritable are capability bit masks
+	// (bit n is capability n) of the calling thread.
+	Permitted, Effective, Inheritable uint64
 }
 
 // Elevated reports whether the process can do more than its real user:
@@ -107,6 +107,7 @@ func Current() (State, error) {
 	}
 	s.Permitted = uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32
 	s.Effective = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	s.Inheritable = uint64(data[0].Inheritable) | uint64(data[1].Inheritable)<<32
 	return s, nil
 }
 
@@ -199,6 +200,13 @@ func Setup() (State, error) {
 	if !s.Elevated() {
 		return s, nil
 	}
+	if sec && settled(s) {
+		// The install's +p exec: nothing to change. Every thread is
+		// as this one: none existed before the exec, and nothing
+		// has changed a capability since (the kernel clears the
+		// ambient set at such an exec).
+		return s, nil
+	}
 	if s.EGID != s.RGID || s.SGID != s.RGID || s.FSGID != s.RGID {
 		if err := syscall.Setresgid(s.RGID, s.RGID, s.RGID); err != nil {
 			return s, fmt.Errorf("switch to the real group id %d: %w", s.RGID, err)
@@ -220,6 +228,15 @@ func Setup() (State, error) {
 		}
 	}
 	return s, verify(s, mask(FDWalkCaps), 0)
+}
+
+// settled reports whether s is what Setup makes of an elevated process:
+// the real user's ids throughout, nothing permitted beyond FDWalkCaps,
+// nothing effective or inheritable.
+func settled(s State) bool {
+	return s.EUID == s.RUID && s.SUID == s.RUID && s.FSUID == s.RUID &&
+		s.EGID == s.RGID && s.SGID == s.RGID && s.FSGID == s.RGID &&
+		s.Permitted&^mask(FDWalkCaps) == 0 && s.Effective == 0 && s.Inheritable == 0
 }
 
 // NoNewPrivs sets no_new_privs: no program this process executes from

@@ -86,8 +86,14 @@ func serve(args []string, out *os.File) error {
 	}
 	defer eng.Close()
 
+	// Ready, at once: memwho prints the notes (a hidepid= notice) and
+	// goes on while the first walk runs.
 	buf := appendFrame(nil, frameReady, nil)
 	buf = appendNotes(buf, notes.Bytes())
+	if _, err := out.Write(buf); err != nil {
+		return nil
+	}
+	buf = buf[:0]
 	var (
 		snap     sample.Snapshot
 		deferred []Deferred
