@@ -76,6 +76,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return reader.Main(rest)
 	}
 	if privilege.Separated() {
+		switch name {
+		case "report", "watch", "snapshot", "diff":
+			// The reader starts now and waits for its options (a
+			// fixed argv, an empty environment): its exec and the Go
+			// runtime's start-up run while this process parses its
+			// flags. Unused (an agent's snapshot, a file, another
+			// --proc), it is ended.
+			prestarted, _ = reader.Prestart()
+			defer func() {
+				if prestarted != nil {
+					prestarted.Close()
+					prestarted = nil
+				}
+			}()
+		}
 		if err := privilege.Drop(); err != nil {
 			return privilege.Exit(err, stderr)
 		}

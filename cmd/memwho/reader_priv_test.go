@@ -167,7 +167,7 @@ func (e *privEnv) checkReader(t *testing.T) {
 	// Anybody may start a reader by hand: it then gives them exactly the
 	// snapshots memwho would show them, and refuses an environment.
 	t.Run("issue 27: a reader started by hand", func(t *testing.T) {
-		out, code := e.runSh(t, nil, `env -i "$M" __reader --parent=$$ --once | head -c 1; echo; env -i GOROOT=/x "$M" __reader --parent=$$ --once | tail -c +6; echo; env -i "$M" __reader --parent=1 --once | tail -c +6`)
+		out, code := e.runSh(t, nil, `echo --once | env -i "$M" __reader --parent=$$ | head -c 1; echo; echo --once | env -i GOROOT=/x "$M" __reader --parent=$$ | tail -c +6; echo; echo --once | env -i "$M" __reader --parent=1 | tail -c +6`)
 		logRun(t, "reader by hand", out, code)
 		lines := strings.Split(out, "\n")
 		if len(lines) < 3 || lines[0] != "R" || !strings.Contains(lines[1], "runs with none") || !strings.Contains(lines[2], "is gone") {

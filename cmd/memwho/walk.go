@@ -30,7 +30,12 @@ func readerOptions(opt engine.Options, conns bool) reader.Options {
 	return reader.Options{Fast: opt.Fast, UID: opt.NeedUID, Cgroup: opt.NeedCgroup, NoNames: opt.NoNames, PIDs: opt.PIDs, Conns: conns}
 }
 
-// startReader starts the reader; then nothing this process executes
+// prestarted is the reader run started at its dispatch, waiting for its
+// options (reader.Prestart), until startReader takes it.
+var prestarted *reader.Client
+
+// startReader starts the reader (or gives the one started at the
+// dispatch its options); then nothing this process executes
 // gains privilege any more (no_new_privs: it was left off for the
 // reader's exec).
 func startReader(ctx context.Context, opt reader.Options) (*reader.Client, error) {
@@ -38,7 +43,14 @@ func startReader(ctx context.Context, opt reader.Options) (*reader.Client, error
 	if err := engine.CheckFiles(); err != nil {
 		return nil, err
 	}
-	c, err := reader.Start(ctx, opt)
+	c := prestarted
+	prestarted = nil
+	var err error
+	if c == nil {
+		c, err = reader.Start(ctx, opt)
+	} else if err = c.Begin(ctx, opt); err != nil {
+		c.Close()
+	}
 	if err != nil {
 		return nil, err
 	}

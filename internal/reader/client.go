@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +27,10 @@ type Client struct {
 	opt    Options
 	proc   *os.Process
 	pipe   *os.File
+	// options is the write end of the reader's standard input, which
+	// takes its options once (Begin) and is then closed.
+	options   *os.File
+	begun     bool
 	frames chan frame
 	// done ends the goroutine that started the reader; once closed the
 	// reader is killed.
@@ -63,22 +69,42 @@ var ErrStopped = errors.New("stopped while waiting for the reader")
 var exe = "/proc/self/exe"
 
 // Start starts a reader doing opt (its Parent is set here) and waits
-// until it is ready: it has settled its capabilities, and its notes (a
-// hidepid= notice) are in Notes. ctx's end stops the wait, and any later
-// Scan's. Close ends the reader.
+// until it is ready: Prestart and Begin.
 func Start(ctx context.Context, opt Options) (*Client, error) {
-	opt.Parent = os.Getpid()
+	c, err := Prestart()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Begin(ctx, opt); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Prestart starts a reader that waits for its options: its exec and the
+// Go runtime's start-up then run while memwho parses its flags, instead
+// of after. Begin gives it its options; Close without Begin ends it
+// (it reads an end of input and exits without a word).
+func Prestart() (*Client, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	null, err := os.Open(os.DevNull)
+	optR, optW, err := os.Pipe()
 	if err != nil {
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	c := &Client{ctx: ctx, opt: opt, pipe: r, frames: make(chan frame, 1), done: make(chan struct{})}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		for _, f := range []*os.File{r, w, optR, optW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("reader: %w", err)
+	}
+	c := &Client{pipe: r, options: optW, frames: make(chan frame, 1), done: make(chan struct{})}
 	type started struct {
 		p   *os.Process
 		err error
@@ -89,10 +115,10 @@ func Start(ctx context.Context, opt Options) (*Client, error) {
 		// reader, not the process: this thread stays until Close
 		// (a thread ends when a goroutine locked to it returns).
 		runtime.LockOSThread()
-		p, err := os.StartProcess(exe, append([]string{Argv0}, opt.Args()...), &os.ProcAttr{
+		p, err := os.StartProcess(exe, []string{Argv0, Command, "--parent=" + strconv.Itoa(os.Getpid())}, &os.ProcAttr{
 			Dir:   "/",
 			Env:   []string{},
-			Files: []*os.File{null, w, null},
+			Files: []*os.File{optR, w, null},
 			// Cleared by the exec that gains the capabilities; the
 			// reader asks for it again itself (withParent).
 			Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
@@ -107,9 +133,11 @@ func Start(ctx context.Context, opt Options) (*Client, error) {
 	}()
 	s := <-startc
 	w.Close()
+	optR.Close()
 	null.Close()
 	if s.err != nil {
 		r.Close()
+		optW.Close()
 		return nil, fmt.Errorf("start the reader: %w", s.err)
 	}
 	c.proc = s.p
@@ -119,21 +147,38 @@ func Start(ctx context.Context, opt Options) (*Client, error) {
 		close(c.exited)
 	}()
 	go c.read()
+	return c, nil
+}
+
+// Begin gives the reader its options, once (opt.Parent is this process),
+// and waits until it is ready: it has settled its capabilities, and its
+// notes (a hidepid= notice) are in Notes. ctx's end stops the wait, and
+// any later Scan's.
+func (c *Client) Begin(ctx context.Context, opt Options) error {
+	if c.begun {
+		return errors.New("reader: options given twice")
+	}
+	c.begun = true
+	opt.Parent = os.Getpid()
+	c.ctx, c.opt = ctx, opt
+	// A reader that ended refuses the write: its own word says why.
+	_, werr := c.options.Write([]byte(strings.Join(opt.Flags(), "\n")))
+	c.options.Close()
 	select {
 	case f := <-c.frames:
 		if f.err != nil {
-			c.Close()
-			return nil, f.err
+			return f.err
+		}
+		if werr != nil {
+			return fmt.Errorf("reader: its options: %w", werr)
 		}
 		if f.kind != frameReady {
-			c.Close()
-			return nil, errors.New("reader: no ready frame first")
+			return errors.New("reader: no ready frame first")
 		}
 	case <-ctx.Done():
-		c.Close()
-		return nil, ErrStopped
+		return ErrStopped
 	}
-	return c, nil
+	return nil
 }
 
 // read reads frames from the pipe until it ends: notes are kept for
@@ -329,6 +374,9 @@ func (c *Client) Details() []engine.Detail { return c.details }
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
+		if c.options != nil {
+			c.options.Close()
+		}
 		if c.proc == nil {
 			return
 		}

@@ -5,9 +5,10 @@
 // setuid: privilege.Separated), the process the user talks to gives up
 // every capability at its dispatch, and a scan of /proc is done by a
 // reader: memwho's own binary (/proc/self/exe), started by memwho with
-// an empty environment, a fixed argv[0] and command word, its options as
-// flags that memwho wrote from its parsed configuration, standard input
-// and error on /dev/null and standard output on a pipe. The reader
+// an empty environment, a fixed argv (argv[0], the command word and its
+// parent's pid), its options as flags that memwho wrote from its parsed
+// configuration on a pipe to its standard input, standard error on
+// /dev/null and standard output on a pipe. The reader
 //
 //   - refuses to start with any environment variable (so the Go runtime's
 //     own copy, which GOROOT and GODEBUG reach, is empty), closes every
@@ -17,8 +18,11 @@
 //     then checks that its parent is still the process its options name:
 //     one that died before the request was made would never signal);
 //     SIGTERM, SIGINT and SIGHUP end it by their default action;
-//   - takes its options once, from argv, and reads nothing else but the
-//     kernel's /proc (privilege.EnterReader: the procfs root, checked, and
+//   - takes its options once, before it raises anything: its parent's pid
+//     from argv, the rest from its standard input, read to its end and
+//     closed (memwho starts the reader at its dispatch and writes them
+//     once it has parsed its flags, so that the exec and the Go runtime's
+//     start-up run meanwhile); it reads nothing else but the kernel's /proc (privilege.EnterReader: the procfs root, checked, and
 //     the capabilities the policy grants, none under a hidepid= mount that
 //     hides processes from the user);
 //   - walks it with the engine (engine.Engine, the same sampler an
@@ -87,9 +91,16 @@ type Options struct {
 // (watch -n 0.001) is a walk as often as the machine can.
 const MinInterval = time.Millisecond
 
-// Args returns the reader's argv after Argv0.
+// Args returns the reader's options as arguments: Command and --parent
+// (its argv after Argv0), then the flags it reads from its standard
+// input, one a line (Flags).
 func (o *Options) Args() []string {
-	args := []string{Command, "--parent=" + strconv.Itoa(o.Parent)}
+	return append([]string{Command, "--parent=" + strconv.Itoa(o.Parent)}, o.Flags()...)
+}
+
+// Flags returns the options but Parent as flags.
+func (o *Options) Flags() []string {
+	var args []string
 	if o.Once {
 		args = append(args, "--once")
 	} else {
@@ -115,7 +126,7 @@ func (o *Options) Args() []string {
 
 // Parse reads the options Args wrote (the arguments after Command). It
 // refuses anything else: the reader is memwho's own, but anybody can
-// start it.
+// start it, and give it any input.
 func Parse(args []string) (Options, error) {
 	var o Options
 	fs := flag.NewFlagSet(Command, flag.ContinueOnError)

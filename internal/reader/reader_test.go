@@ -147,8 +147,9 @@ func TestReaderInterval(t *testing.T) {
 }
 
 // runReader runs this binary as a reader by hand (as anybody may), with
-// env and args, and returns its frames' kinds and its error text.
-func runReader(t *testing.T, env []string, extra []*os.File, args ...string) (kinds string, errText string) {
+// env, its argv args and options on its standard input, and returns its
+// frames' kinds and its error text.
+func runReader(t *testing.T, env []string, options string, args ...string) (kinds string, errText string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -157,7 +158,7 @@ func runReader(t *testing.T, env []string, extra []*os.File, args ...string) (ki
 	cmd := exec.Command(self, append([]string{Command}, args...)...)
 	cmd.Args[0] = Argv0
 	cmd.Env = env
-	cmd.ExtraFiles = extra
+	cmd.Stdin = strings.NewReader(options)
 	out, _ := cmd.Output()
 	for len(out) >= frameHeader {
 		n := int(out[1])<<24 | int(out[2])<<16 | int(out[3])<<8 | int(out[4])
@@ -177,13 +178,43 @@ func runReader(t *testing.T, env []string, extra []*os.File, args ...string) (ki
 // the time package reads through the runtime's own copy), it writes its
 // error and reads nothing.
 func TestReaderRefusesEnvironment(t *testing.T) {
-	kinds, msg := runReader(t, []string{"GOROOT=/root/s"}, nil, "--parent="+strconv.Itoa(os.Getpid()), "--once")
+	parent := "--parent=" + strconv.Itoa(os.Getpid())
+	kinds, msg := runReader(t, []string{"GOROOT=/root/s"}, "--once", parent)
 	if kinds != "E" || !strings.Contains(msg, "runs with none") {
 		t.Errorf("frames %q, error %q; want one error frame refusing the environment", kinds, msg)
 	}
-	kinds, _ = runReader(t, []string{}, nil, "--parent="+strconv.Itoa(os.Getpid()), "--once")
+	kinds, _ = runReader(t, []string{}, "--once", parent)
 	if kinds != "RS" {
 		t.Errorf("with no environment: frames %q, want ready and one snapshot", kinds)
+	}
+}
+
+// TestReaderOptionsOnce: the reader's argv is its parent's pid alone;
+// its options come once, on standard input; none at all (memwho did not
+// need it after all) ends it without a word; bad ones are refused before
+// anything is read.
+func TestReaderOptionsOnce(t *testing.T) {
+	parent := "--parent=" + strconv.Itoa(os.Getpid())
+	for _, tc := range []struct {
+		args    []string
+		options string
+		kinds   string
+		msg     string
+	}{
+		{[]string{parent}, "", "", ""},
+		{[]string{parent}, "--once\n--uid", "RS", ""},
+		{[]string{parent, "--once"}, "", "E", "usage"},
+		{[]string{}, "--once", "E", "usage"},
+		{[]string{"--parent=x"}, "--once", "E", "not a process id"},
+		{[]string{parent}, "--once\n--proc=/tmp", "E", "proc"},
+		{[]string{parent}, "--interval=1ns", "E", "interval"},
+		{[]string{parent}, "--once\nextra", "E", "unexpected argument"},
+		{[]string{parent}, strings.Repeat("x", maxOptions+1), "E", "options of more than"},
+	} {
+		kinds, msg := runReader(t, []string{}, tc.options, tc.args...)
+		if kinds != tc.kinds || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%q with %.20q: frames %q, error %q; want %q, %q", tc.args, tc.options, kinds, msg, tc.kinds, tc.msg)
+		}
 	}
 }
 
@@ -191,7 +222,7 @@ func TestReaderRefusesEnvironment(t *testing.T) {
 // options name (that one died before the reader asked to die with it)
 // stops before reading.
 func TestReaderNotItsParent(t *testing.T) {
-	kinds, msg := runReader(t, []string{}, nil, "--parent=1", "--once")
+	kinds, msg := runReader(t, []string{}, "--once", "--parent=1")
 	if kinds != "E" || !strings.Contains(msg, "is gone") {
 		t.Errorf("frames %q, error %q; want one error frame", kinds, msg)
 	}
@@ -206,9 +237,10 @@ func TestReaderClosesInherited(t *testing.T) {
 	}
 	defer f.Close()
 	self, _ := os.Executable()
-	cmd := exec.Command(self, Command, "--parent="+strconv.Itoa(os.Getpid()), "--interval=1h")
+	cmd := exec.Command(self, Command, "--parent="+strconv.Itoa(os.Getpid()))
 	cmd.Args[0] = Argv0
 	cmd.Env = []string{}
+	cmd.Stdin = strings.NewReader("--interval=1h")
 	cmd.ExtraFiles = []*os.File{f} // descriptor 3, not close-on-exec
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,9 +19,11 @@ import (
 )
 
 // Main is the reader: memwho's dispatch calls it for Command with the
-// arguments after it. It writes its frames to standard output and
-// returns the exit code: 0 when its parent closed the pipe or it was
-// done, 1 after an error frame.
+// arguments after it (--parent), and it reads its other options from
+// standard input, once, to its end (Prestart, Begin). It writes its
+// frames to standard output and returns the exit code: 0 when its parent
+// closed the pipe, gave it no options or it was done, 1 after an error
+// frame.
 func Main(args []string) int {
 	out := os.Stdout
 	if err := serve(args, out); err != nil {
@@ -36,18 +40,35 @@ func Main(args []string) int {
 // serve runs the reader until it is done, its parent goes or its pipe
 // closes (nil), or fails.
 func serve(args []string, out *os.File) error {
-	opt, err := Parse(args)
+	parent, err := parseParent(args)
 	if err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
 	if err := privilege.RequireEmptyEnv(); err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
-	if err := withParent(opt.Parent); err != nil {
+	if err := withParent(parent); err != nil {
 		return err
 	}
 	closeInherited()
 	if err := os.Chdir("/"); err != nil {
+		return fmt.Errorf("reader: %w", err)
+	}
+	// The options, once: standard input to its end, then closed. No
+	// capability is effective yet.
+	in, err := io.ReadAll(io.LimitReader(os.Stdin, maxOptions+1))
+	os.Stdin.Close()
+	if err != nil {
+		return fmt.Errorf("reader: its options: %w", err)
+	}
+	if len(in) == 0 {
+		return nil // not needed after all
+	}
+	if len(in) > maxOptions {
+		return fmt.Errorf("reader: options of more than %d bytes", maxOptions)
+	}
+	opt, err := Parse(append([]string{"--parent=" + strconv.Itoa(parent)}, strings.Split(string(in), "\n")...))
+	if err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
 	var notes bytes.Buffer
@@ -58,7 +79,7 @@ func serve(args []string, out *os.File) error {
 	defer fs.Close()
 	// The capability change may have reset the parent-death signal
 	// (the kernel clears it when credentials grow): ask again.
-	if err := withParent(opt.Parent); err != nil {
+	if err := withParent(parent); err != nil {
 		return err
 	}
 	if opt.Sandbox {
@@ -127,6 +148,22 @@ func serve(args []string, out *os.File) error {
 			return nil
 		}
 	}
+}
+
+// maxOptions bounds the options a reader reads, in bytes: --pids of
+// every possible process, and then some.
+const maxOptions = 8 << 20
+
+// parseParent reads the reader's argv after Command: --parent=PID alone.
+func parseParent(args []string) (int, error) {
+	if len(args) != 1 || !strings.HasPrefix(args[0], "--parent=") {
+		return 0, errors.New("usage: memwho " + Command + " --parent=PID, its options on standard input")
+	}
+	p, err := strconv.Atoi(strings.TrimPrefix(args[0], "--parent="))
+	if err != nil || p <= 0 {
+		return 0, fmt.Errorf("--parent: %q is not a process id", strings.TrimPrefix(args[0], "--parent="))
+	}
+	return p, nil
 }
 
 // withParent asks the kernel to kill the reader when the process that
