@@ -76,13 +76,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return reader.Main(rest)
 	}
 	if privilege.Separated() {
+		if err := privilege.Drop(); err != nil {
+			return privilege.Exit(err, stderr)
+		}
 		switch name {
 		case "report", "watch", "snapshot", "diff":
 			// The reader starts now and waits for its options (a
 			// fixed argv, an empty environment): its exec and the Go
 			// runtime's start-up run while this process parses its
-			// flags. Unused (an agent's snapshot, a file, another
-			// --proc), it is ended.
+			// flags. After the drop: a reader forked while this
+			// process still held its capabilities would not have
+			// gained them by its exec, and the kernel would have left
+			// it dumpable. Unused (an agent's snapshot, a file,
+			// another --proc), it is ended.
 			prestarted, _ = reader.Prestart()
 			defer func() {
 				if prestarted != nil {
@@ -90,9 +96,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 					prestarted = nil
 				}
 			}()
-		}
-		if err := privilege.Drop(); err != nil {
-			return privilege.Exit(err, stderr)
 		}
 	}
 	var err error

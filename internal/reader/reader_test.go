@@ -380,7 +380,7 @@ func hostileReader(t *testing.T, out []byte) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "reader")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat "+data+"\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\nexec cat "+data+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	old := exe
@@ -469,4 +469,27 @@ func FuzzSnapshotFrame(f *testing.F) {
 			t.Fatalf("round trip: %v, %d/%d held back, %d/%d processes", err, len(d2), len(d), len(snap2.Procs), len(snap.Procs))
 		}
 	})
+}
+
+// TestReaderNotDumpable: the reader makes itself non-dumpable, whatever
+// its exec did (the kernel leaves a process dumpable when its exec did
+// not grow its capabilities: a reader forked before memwho gave up its
+// own, found by the adversarial pass of issue 27). Its /proc files then
+// belong to root. As root everything is root's: skipped.
+func TestReaderNotDumpable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("as root every /proc file is root's")
+	}
+	c, err := Start(context.Background(), Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var st syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d/fd", c.proc.Pid), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 0 {
+		t.Errorf("the reader's /proc/PID/fd belongs to uid %d: it is dumpable", st.Uid)
+	}
 }

@@ -47,6 +47,13 @@ func serve(args []string, out *os.File) error {
 	if err := privilege.RequireEmptyEnv(); err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
+	// Not the user's to inspect, whatever its exec was: the kernel makes
+	// a process non-dumpable only when its exec grew its capabilities,
+	// and a reader forked before memwho gave up its own did not
+	// (/proc/PID/fd listed by the user, a core dump written as the user).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("reader: %w", err)
+	}
 	if err := withParent(parent); err != nil {
 		return err
 	}
@@ -67,7 +74,7 @@ func serve(args []string, out *os.File) error {
 	if len(in) > maxOptions {
 		return fmt.Errorf("reader: options of more than %d bytes", maxOptions)
 	}
-	opt, err := Parse(append([]string{"--parent=" + strconv.Itoa(parent)}, strings.Split(string(in), "\n")...))
+	opt, err := Parse(append([]string{"--parent=" + strconv.Itoa(parent)}, strings.FieldsFunc(string(in), func(r rune) bool { return r == '\n' })...))
 	if err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
