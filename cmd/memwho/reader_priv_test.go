@@ -164,6 +164,88 @@ func (e *privEnv) checkReader(t *testing.T) {
 		}
 	})
 
+	// The adversarial pass of issue 27 (docs/safe.md, "The reader"):
+	// the reader waiting for its options; a descriptor the user leaves
+	// open; the reader stopped, or killed, by the user.
+	t.Run("issue 27: a reader waiting for its options holds nothing effective", func(t *testing.T) {
+		out, code := e.runSh(t, nil, `sleep 5 | env -i "$M" __reader --parent=$$ >/dev/null &
+sleep 1
+for p in $(pgrep -P $$); do grep -q __reader /proc/$p/cmdline 2>/dev/null && grep -E '^Cap(Prm|Eff):' /proc/$p/status | tr '\t\n' '  '; done; echo
+kill %1 2>/dev/null; wait`)
+		logRun(t, "reader waiting", out, code)
+		f := strings.Fields(out)
+		if len(f) != 4 || f[3] != "0000000000000000" {
+			t.Errorf("a reader waiting for its options: %q, want nothing effective", out)
+		}
+	})
+	t.Run("issue 27: a descriptor left open is not the reader's", func(t *testing.T) {
+		own := e.ownDir(t, "own-fd")
+		if err := os.WriteFile(filepath.Join(own, "kept"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Descriptor 3, not close-on-exec, through setpriv to memwho.
+		c := e.cmd("watch", "--plain", "--interval", "3600", "--agent-socket", "")
+		kept, err := os.Open(filepath.Join(own, "kept"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kept.Close()
+		c.ExtraFiles = []*os.File{kept}
+		c.Stdout = io.Discard
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }()
+		var readers []int
+		for deadline := time.Now().Add(time.Minute); len(readers) == 0 && time.Now().Before(deadline); readers = children(c.Process.Pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(readers) == 0 {
+			t.Fatal("watch started no reader")
+		}
+		// Wait for its first walk (the statm descriptors it keeps):
+		// it has long closed what it inherited by then.
+		walked := func() bool {
+			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", readers[0]))
+			for _, ent := range ents {
+				if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", readers[0], ent.Name())); strings.HasSuffix(link, "/statm") {
+					return true
+				}
+			}
+			return false
+		}
+		for deadline := time.Now().Add(time.Minute); !walked(); {
+			if time.Now().After(deadline) {
+				t.Fatal("the reader never walked")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", readers[0]))
+		for _, ent := range ents {
+			if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", readers[0], ent.Name())); strings.HasSuffix(link, "/kept") {
+				t.Errorf("the reader holds the user's descriptor %s -> %s", ent.Name(), link)
+			}
+		}
+	})
+	t.Run("issue 27: the reader stopped or killed by the user", func(t *testing.T) {
+		own := e.ownDir(t, "own-stop")
+		out, code := e.runSh(t, nil, `cd `+own+`
+"$M" watch --plain --interval 0.1 --agent-socket '' >/dev/null 2>&1 & p=$!
+i=0; r=; while [ -z "$r" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); r=$(cat /proc/$p/task/*/children 2>/dev/null | tr -d ' \n'); done
+sleep 0.3; kill -STOP $r; sleep 0.3; kill -TERM $p; wait $p; echo "STOPPED exit $?"
+sleep 0.2; [ -e /proc/$r ] && grep -q '^State:.*[TSR]' /proc/$r/status && echo "READER LEFT $r"
+"$M" watch --plain --interval 0.1 --agent-socket '' >/dev/null 2>err & p=$!
+i=0; r=; while [ -z "$r" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); r=$(cat /proc/$p/task/*/children 2>/dev/null | tr -d ' \n'); done
+sleep 0.3; kill -KILL $r; wait $p; echo "KILLED exit $?"; cat err`)
+		logRun(t, "reader stopped, killed", out, code)
+		if !strings.Contains(out, "STOPPED exit 0") || strings.Contains(out, "READER LEFT") {
+			t.Errorf("the reader stopped, then SIGTERM to watch: want both gone, exit 0:\n%s", out)
+		}
+		if !strings.Contains(out, "KILLED exit 1") || !strings.Contains(out, "memwho: error: scan: the reader ended without a word (signal: killed)") {
+			t.Errorf("the reader killed: want one error line and exit 1:\n%s", out)
+		}
+	})
+
 	// Anybody may start a reader by hand: it then gives them exactly the
 	// snapshots memwho would show them, and refuses an environment.
 	t.Run("issue 27: a reader started by hand", func(t *testing.T) {
