@@ -29,8 +29,9 @@ func MustSetup() {
 //
 //   - the reader (memwho's process that walks /proc for report, watch,
 //     snapshot and diff in the privileged install, and only reads and
-//     writes snapshots to its pipe): CAP_SYS_PTRACE, and
-//     CAP_DAC_READ_SEARCH as well for --conns (the /proc/PID/fd walk);
+//     writes snapshots to its pipe): CAP_SYS_PTRACE and
+//     CAP_DAC_READ_SEARCH (pagemap, and with --conns the /proc/PID/fd
+//     walk);
 //   - report and watch the same when they walk /proc themselves, where
 //     the privilege is not [Separated] (root, a unit's ambient
 //     capabilities), and nothing where it is: there the reader walks;

@@ -13,21 +13,21 @@ import (
 // (mode 0400), so only root's scans have a KPages; without one, the pages
 // a process shares are known to be shared but not by how many.
 //
+// A lookup costs a read, and the kernel's work per frame read is about
+// that of a page of smaps' walk: frames are looked up sorted, a read
+// covering neighbours only where they are dense (Counts).
+//
 // A KPages is not safe for concurrent use: each reader has its own (the
-// descriptors are the FS's, shared; the caches are not).
+// descriptors are the FS's, shared; the buffer is not).
 type KPages struct {
-	fs *FS
-	// count and flags hold one 4 KiB block each of the two files: the
-	// 512 entries around the last frame looked up, since the pages of
-	// one mapping are often neighbours in memory.
-	count, flags kpageBlock
+	fs  *FS
+	buf [kpageWindow]uint64
+	// Reads counts the reads made, for tests and benchmarks.
+	Reads int
 }
 
-type kpageBlock struct {
-	base uint64 // first frame of v, plus 1; 0 when empty
-	n    int    // entries read
-	v    [512]uint64
-}
+// kpageWindow is the most entries one read of Counts covers.
+const kpageWindow = 512
 
 // Bits of /proc/kpageflags (Documentation/admin-guide/mm/pagemap.rst).
 const (
@@ -70,38 +70,54 @@ func (fs *FS) OpenKPages() (*KPages, error) {
 	return &KPages{fs: fs}, nil
 }
 
-// Count returns how many page tables map frame pfn: the map count
-// smaps divides a page among, 0 for a frame that is no mapped page (the
-// zero page, a device's memory), as the kernel's own walk skips them.
-func (k *KPages) Count(pfn uint64) (uint64, error) {
-	return k.count.get(k.fs.kpCount, pfn)
+// Counts sets counts[i] to how many page tables map frame pfns[i]: the
+// map count smaps divides a page among, 0 for a frame that is no mapped
+// page (the zero page, a device's memory), which the kernel's own walk
+// skips. pfns must be sorted. A read covers several frames only where
+// they lie densely (at least one in 8 of the entries read).
+func (k *KPages) Counts(pfns, counts []uint64) error {
+	for i := 0; i < len(pfns); {
+		first := pfns[i]
+		j := i
+		for j+1 < len(pfns) && pfns[j+1]-first < kpageWindow && pfns[j+1]-first < 8*uint64(j+2-i) {
+			j++
+		}
+		n, err := k.read(k.fs.kpCount, first, int(pfns[j]-first)+1)
+		if err != nil {
+			return err
+		}
+		for ; i <= j; i++ {
+			if d := int(pfns[i] - first); d < n {
+				counts[i] = k.buf[d]
+			} else {
+				counts[i] = 0 // past the end of memory
+			}
+		}
+	}
+	return nil
 }
 
 // Flags returns the kpageflags word of frame pfn.
 func (k *KPages) Flags(pfn uint64) (uint64, error) {
-	return k.flags.get(k.fs.kpFlags, pfn)
+	n, err := k.read(k.fs.kpFlags, pfn, 1)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	return k.buf[0], nil
 }
 
-func (b *kpageBlock) get(fd int, pfn uint64) (uint64, error) {
-	base := pfn &^ 511
-	if b.base != base+1 {
-		b.base, b.n = 0, 0
-		for {
-			m, err := pread(fd, unsafeBytes(b.v[:]), int(base*8))
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				return 0, mapErrno(err, ErrNotExist)
-			}
-			b.base, b.n = base+1, m/8
-			break
+// read reads n entries of fd from frame first into k.buf and returns how
+// many it got (fewer past the end of memory).
+func (k *KPages) read(fd int, first uint64, n int) (int, error) {
+	for {
+		m, err := pread(fd, unsafeBytes(k.buf[:n]), int(first*8))
+		if err == syscall.EINTR {
+			continue
 		}
+		if err != nil {
+			return 0, mapErrno(err, ErrNotExist)
+		}
+		k.Reads++
+		return m / 8, nil
 	}
-	i := int(pfn - base)
-	if i >= b.n {
-		// Past the end of memory.
-		return 0, nil
-	}
-	return b.v[i], nil
 }

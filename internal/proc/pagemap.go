@@ -2,6 +2,9 @@ package proc
 
 import (
 	"bytes"
+	"errors"
+	"math"
+	"slices"
 	"syscall"
 	"time"
 	"unsafe"
@@ -83,11 +86,25 @@ type Pacer struct {
 	// The pacing of the current read.
 	burst, pause time.Duration
 	since        time.Time
+	// The frames of shared pages to look up, by kind (kindAnon, kindFile,
+	// kindShmem): every one up to lookupSample, a uniform sample beyond
+	// (seen counts them all), and their counts once looked up.
+	sample [3][]uint64
+	seen   [3]uint64
+	counts []uint64
+	rnd    uint64
 
-	// Pauses and Entries count the pauses taken and the pagemap entries
-	// read by the last Paced call.
+	// Pauses, Entries and Scans count the pauses taken, the pagemap
+	// entries read and the PAGEMAP_SCAN calls made by the last Paced.
 	Pauses  int
 	Entries uint64
+	Scans   int
+
+	// resident is the process's resident size in bytes (plan); noScan:
+	// PAGEMAP_SCAN is unsupported (learnt once).
+	resident uint64
+	noScan   bool
+	regions  [64]pageRegion
 }
 
 // PagedAnonPages is passed to Paced as anonPages when the caller does
@@ -150,6 +167,14 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 		pc.pause = pc.Pause
 	}
 	pc.since = time.Now()
+	pc.Scans = 0
+	if err := pc.plan(pm, maps, st); err != nil {
+		return err
+	}
+	for k := range pc.sample {
+		pc.sample[k], pc.seen[k] = pc.sample[k][:0], 0
+	}
+	pc.rnd = 0x9e3779b97f4a7c15 ^ uint64(r.pid)
 	var a pagedAcc
 	noAccess, err := pc.pass(&a, r.fs, pm, mfd, maps, false)
 	if err != nil {
@@ -158,7 +183,7 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	// Pages in a mapping without access are rare (memory protected
 	// after use): read those mappings only when the others do not hold
 	// every resident page statm counts.
-	if noAccess && (!st.OK || a.rss+a.unknownAnon+a.unknownFile+a.unknownShmem < st.Resident) {
+	if noAccess && (!st.OK || a.rss+a.unknown[kindAnon]+a.unknown[kindFile]+a.unknown[kindShmem]+pc.seen[kindAnon]+pc.seen[kindFile]+pc.seen[kindShmem] < st.Resident) {
 		if _, err := pc.pass(&a, r.fs, pm, mfd, maps, true); err != nil {
 			return err
 		}
@@ -167,9 +192,76 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	if st.OK && st.Resident >= st.Shared {
 		anon = st.Resident - st.Shared
 	}
-	a.finish(out, anon)
+	return a.finish(out, anon, pc)
+}
+
+// sparseVMA is the size from which a mapping larger than the process's
+// resident memory allows to be mostly pages is scanned for its pages
+// rather than read entry by entry.
+const sparseVMA = 1 << 30
+
+// ErrSparse says a process's address space is mostly holes on a kernel
+// without PAGEMAP_SCAN (before Linux 6.7): reading every entry of it
+// could take minutes; the caller reads it another way.
+var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
+
+// plan notes the process's resident size, which decides which mappings
+// are scanned for their pages first (scanned), and returns ErrSparse
+// when one is to be on a kernel without PAGEMAP_SCAN.
+func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
+	pc.resident = 0
+	if st.OK {
+		pc.resident = st.Resident * pageSize
+	}
+	for b := maps; len(b) > 0; {
+		var v VMA
+		var err error
+		if b, err = NextVMA(b, &v); err != nil {
+			return err
+		}
+		if v.Start < 1<<63 && pc.scanned(&v) && !pc.probeScan(pm, v.Start) {
+			return ErrSparse
+		}
+	}
 	return nil
 }
+
+// scanned reports whether v is scanned for its pages rather than read
+// entry by entry: a mapping of a GiB or more that is over four times
+// the process's resident size cannot be mostly pages.
+func (pc *Pacer) scanned(v *VMA) bool {
+	return v.Size() >= sparseVMA && v.Size() > 4*pc.resident
+}
+
+// probeScan reports whether pagemap pm answers PAGEMAP_SCAN, asking once
+// for a page at addr (ENOTTY before Linux 6.7, and from anything that is
+// not procfs's pagemap).
+func (pc *Pacer) probeScan(pm int, addr uint64) bool {
+	if pc.noScan {
+		return false
+	}
+	q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: addr + pageSize,
+		Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: 1, AnyOf: pageIsPresent, Return: pageIsPresent}
+	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
+	pc.noScan = e == syscall.ENOTTY || e == syscall.EINVAL || e == syscall.EOPNOTSUPP
+	return !pc.noScan
+}
+
+// pmScanArg is struct pm_scan_arg of <linux/fs.h> (Linux 6.7+).
+type pmScanArg struct {
+	Size, Flags, Start, End, WalkEnd, Vec, VecLen, MaxPages uint64
+	Inverted, Mask, AnyOf, Return                           uint64
+}
+
+// pageRegion is struct page_region.
+type pageRegion struct{ Start, End, Categories uint64 }
+
+const (
+	pageIsPresent = 1 << 3
+	pageIsSwapped = 1 << 4
+	// _IOWR('f', 16, struct pm_scan_arg).
+	pagemapScanIoctl = 3<<30 | uintptr(unsafe.Sizeof(pmScanArg{}))<<16 | 'f'<<8 | 16
+)
 
 // pass reads the pagemap entries of the mappings of maps into a: those
 // without access when noAccess is set, the others when not. It reports
@@ -192,37 +284,79 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 		// The class of the VMA's file pages: from the first one's
 		// flags when frames can be looked up, else from its name.
 		class := classNone
-		if pc.KP == nil && (pc.NoLookups || pc.kpTried) {
-			class = shmemByName(&v)
-		}
-		for addr := v.Start; addr < v.End; {
-			end := min(addr+PacedStep, v.End)
-			ent := pc.ent[:(end-addr)/pageSize]
-			got, err := preadFull(pm, unsafeBytes(ent), int64(addr/pageSize*8))
-			if err != nil {
+		if !pc.scanned(&v) {
+			if err := pc.entries(a, fs, pm, &v, v.Start, v.End, huge, &class); err != nil {
 				return false, err
 			}
-			if got == 0 {
-				// The address space is gone: the process exited or
-				// exec'd since the open.
+			continue
+		}
+		// A large mapping that is mostly holes: pagemap would print
+		// an entry for every page of it (a reserved terabyte is 2 GiB
+		// of zeros); PAGEMAP_SCAN finds the pages in it, skipping
+		// empty page tables whole.
+		for addr := v.Start; addr < v.End; {
+			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: v.End,
+				Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: uint64(len(pc.regions)),
+				MaxPages: PacedStep / pageSize, AnyOf: pageIsPresent | pageIsSwapped, Return: pageIsPresent | pageIsSwapped}
+			n, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != 0 {
+				return false, mapFileErrno(e)
+			}
+			pc.Scans++
+			for _, r := range pc.regions[:n] {
+				if err := pc.entries(a, fs, pm, &v, max(r.Start, v.Start), min(r.End, v.End), huge, &class); err != nil {
+					return false, err
+				}
+			}
+			if q.WalkEnd <= addr {
+				// No progress: the address space is gone.
 				return false, ErrGone
 			}
-			ent = ent[:got/8]
-			pc.Entries += uint64(len(ent))
-			if huge {
-				a.hugetlb(ent)
-			} else if err := a.pages(ent, pc, fs, &v, &class); err != nil {
-				return false, err
-			}
-			addr += uint64(len(ent)) * pageSize
-			if time.Since(pc.since) >= pc.burst {
-				sleep(pc.pause)
-				pc.Pauses++
-				pc.since = time.Now()
-			}
+			addr = q.WalkEnd
+			pc.pace()
 		}
 	}
 	return other, nil
+}
+
+// entries reads and adds the pagemap entries of [from, to) of v.
+func (pc *Pacer) entries(a *pagedAcc, fs *FS, pm int, v *VMA, from, to uint64, huge bool, class *int) error {
+	for addr := from; addr < to; {
+		end := min(addr+PacedStep, to)
+		ent := pc.ent[:(end-addr)/pageSize]
+		got, err := preadFull(pm, unsafeBytes(ent), int64(addr/pageSize*8))
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			// The address space is gone: the process exited or
+			// exec'd since the open.
+			return ErrGone
+		}
+		ent = ent[:got/8]
+		pc.Entries += uint64(len(ent))
+		if huge {
+			a.hugetlb(ent)
+		} else if err := a.pages(ent, pc, fs, v, class); err != nil {
+			return err
+		}
+		addr += uint64(len(ent)) * pageSize
+		pc.pace()
+	}
+	return nil
+}
+
+// pace sleeps PacedPause when reads have run back to back for
+// PacedBurst.
+func (pc *Pacer) pace() {
+	if time.Since(pc.since) >= pc.burst {
+		sleep(pc.pause)
+		pc.Pauses++
+		pc.since = time.Now()
+	}
 }
 
 const pageSize = 4096
@@ -257,14 +391,12 @@ func shmemByName(v *VMA) int {
 // kernel's, so that they truncate to the same kB.
 type pagedAcc struct {
 	rss, anon, private, shared, swap uint64
-	pssAnon, pssFile, pssShmem       uint64
+	pss                              [3]uint64 // by kind
 	privHuge, sharedHuge             uint64
 	// Present pages the entry says are shared, whose map count is not
-	// known (no frame lookups): anonymous ones (which may also be the
-	// zero page), and file-backed ones by class.
-	unknownAnon, unknownFile, unknownShmem uint64
-	// exclusive anonymous pages, for the zero-page estimate.
-	exclAnon uint64
+	// known (no frame lookups), by kind: anonymous ones may also be the
+	// zero page.
+	unknown [3]uint64
 }
 
 const pssShift = 12
@@ -283,7 +415,6 @@ func (pc *Pacer) lookups(fs *FS) *KPages {
 // file class, learnt from kpageflags at its first file page when frames
 // can be looked up.
 func (a *pagedAcc) pages(ent []uint64, pc *Pacer, fs *FS, v *VMA, class *int) error {
-	kp := pc.KP
 	for _, e := range ent {
 		if e&pmPresent == 0 {
 			if e&pmSwap != 0 {
@@ -291,79 +422,72 @@ func (a *pagedAcc) pages(ent []uint64, pc *Pacer, fs *FS, v *VMA, class *int) er
 			}
 			continue
 		}
-		file := e&pmFile != 0
-		if e&pmExclusive != 0 {
-			a.rss++
-			a.private++
-			if !file {
-				a.anon++
-				a.exclAnon++
-				a.pssAnon += pageSize << pssShift
-				continue
-			}
-			if *class == classNone {
-				if e&pmPFN != 0 {
-					kp = pc.lookups(fs)
-				}
-				if err := learnClass(kp, e, class, v); err != nil {
-					return err
-				}
-			}
-			a.addFile(*class, pageSize<<pssShift)
-			continue
-		}
 		pfn := e & pmPFN
+		kp := pc.KP
 		if kp == nil && pfn != 0 {
 			kp = pc.lookups(fs)
 		}
-		if kp == nil || pfn == 0 {
-			switch {
-			case !file:
-				a.unknownAnon++
-			case *class == classShmem:
-				a.unknownShmem++
-			default:
-				a.unknownFile++
-			}
-			continue
-		}
-		m, err := kp.Count(pfn)
-		if err != nil {
-			return err
-		}
-		if m == 0 {
-			// The zero page, or memory without a page (a device's):
-			// smaps counts neither.
-			continue
-		}
-		a.rss++
-		pss := uint64(pageSize << pssShift)
-		if m >= 2 {
-			pss /= m
-			a.shared++
-		} else {
-			a.private++
-		}
-		if !file {
-			a.anon++
-			a.pssAnon += pss
-			continue
-		}
-		if *class == classNone {
+		file := e&pmFile != 0
+		if file && *class == classNone {
 			if err := learnClass(kp, e, class, v); err != nil {
 				return err
 			}
 		}
-		a.addFile(*class, pss)
+		k := kindAnon
+		if file {
+			k = kindFile
+			if *class == classShmem {
+				k = kindShmem
+			}
+		}
+		if e&pmExclusive != 0 {
+			// Mapped by this process alone: counts in full.
+			a.rss++
+			a.private++
+			a.pss[k] += pageSize << pssShift
+			if !file {
+				a.anon++
+			}
+			continue
+		}
+		if kp == nil || pfn == 0 {
+			a.unknown[k]++
+			continue
+		}
+		pc.keep(k, pfn)
 	}
 	return nil
 }
 
-func (a *pagedAcc) addFile(class int, pss uint64) {
-	if class == classShmem {
-		a.pssShmem += pss
-	} else {
-		a.pssFile += pss
+// Kinds of page, as smaps_rollup's Pss_Anon, Pss_File and Pss_Shmem.
+const (
+	kindAnon = iota
+	kindFile
+	kindShmem
+)
+
+// lookupSample is how many shared pages of each kind Paced looks up at
+// most: 64 MiB of each kind are exact; beyond, a uniform sample of them
+// gives their shares (see finish). 16384 lookups take about 10 ms.
+const lookupSample = 16384
+
+// keep adds a shared page's frame to the lookups of its kind: all of
+// them up to lookupSample, then a uniform sample (reservoir sampling).
+func (pc *Pacer) keep(kind int, pfn uint64) {
+	pc.seen[kind]++
+	if len(pc.sample[kind]) < lookupSample {
+		if pc.sample[kind] == nil {
+			pc.sample[kind] = make([]uint64, 0, lookupSample)
+		}
+		pc.sample[kind] = append(pc.sample[kind], pfn)
+		return
+	}
+	// xorshift64: reproducible for one process, and cheap.
+	pc.rnd ^= pc.rnd << 13
+	pc.rnd ^= pc.rnd >> 7
+	pc.rnd ^= pc.rnd << 17
+	if j := pc.rnd % pc.seen[kind]; j < lookupSample {
+		pc.sample[kind][j] = pfn
 	}
 }
 
@@ -403,12 +527,21 @@ func (a *pagedAcc) hugetlb(ent []uint64) {
 	}
 }
 
-// finish writes the sums into out. Pages shared by an unknown number of
-// processes count half their size (their largest share); shared
-// anonymous entries beyond what the process's resident anonymous pages
-// allow are the zero page and count nothing.
-func (a *pagedAcc) finish(out *Rollup, anonPages uint64) {
-	ua := a.unknownAnon
+// finish writes the sums into out. Shared pages whose frames were looked
+// up count their exact share; beyond the lookup sample, the sample's
+// mean share stands for the rest, and Bound covers their whole range.
+// Shared pages without lookups count half their size (their largest
+// share); shared anonymous entries beyond what the process's resident
+// anonymous pages allow are the zero page and count nothing.
+func (a *pagedAcc) finish(out *Rollup, anonPages uint64, pc *Pacer) error {
+	const half = pageSize / 2 << pssShift
+	var bound float64 // bytes
+	for k := range pc.sample {
+		if err := a.looked(k, pc, &bound); err != nil {
+			return err
+		}
+	}
+	ua := a.unknown[kindAnon]
 	if anonPages != PagedAnonPages {
 		// statm's anonymous pages count every anonymous page mapped,
 		// shared or not, and never the zero page.
@@ -418,19 +551,19 @@ func (a *pagedAcc) finish(out *Rollup, anonPages uint64) {
 		}
 		ua = min(ua, room)
 	}
-	unknown := ua + a.unknownFile + a.unknownShmem
-	const half = pageSize / 2 << pssShift
+	unknown := ua + a.unknown[kindFile] + a.unknown[kindShmem]
 	a.rss += unknown
 	a.anon += ua
 	a.shared += unknown
-	a.pssAnon += ua * half
-	a.pssFile += a.unknownFile * half
-	a.pssShmem += a.unknownShmem * half
+	a.pss[kindAnon] += ua * half
+	a.pss[kindFile] += a.unknown[kindFile] * half
+	a.pss[kindShmem] += a.unknown[kindShmem] * half
+	bound += float64(unknown * (pageSize / 2))
 
 	kb := func(fx uint64) uint64 { return fx >> pssShift >> 10 << 10 }
 	out.Rss = a.rss * pageSize
-	out.Pss = kb(a.pssAnon + a.pssFile + a.pssShmem)
-	out.PssAnon, out.PssFile, out.PssShmem = kb(a.pssAnon), kb(a.pssFile), kb(a.pssShmem)
+	out.Pss = kb(a.pss[kindAnon] + a.pss[kindFile] + a.pss[kindShmem])
+	out.PssAnon, out.PssFile, out.PssShmem = kb(a.pss[kindAnon]), kb(a.pss[kindFile]), kb(a.pss[kindShmem])
 	out.PrivateDirty = a.private * pageSize
 	out.SharedDirty = a.shared * pageSize
 	out.Anonymous = a.anon * pageSize
@@ -440,8 +573,63 @@ func (a *pagedAcc) finish(out *Rollup, anonPages uint64) {
 	out.SwapPss = out.Swap
 	out.HasPss, out.HasSwapPss = true, true
 	out.Paced = true
-	out.Bound = unknown * (pageSize / 2)
+	out.Bound = uint64(math.Ceil(bound))
 	out.SwapBound = out.Swap
+	return nil
+}
+
+// looked adds the shared pages of kind k whose frames were kept for
+// lookup: exactly when all were, else scaled from the sample, with the
+// most the estimate can be off added to bound (bytes).
+func (a *pagedAcc) looked(k int, pc *Pacer, bound *float64) error {
+	s := pc.sample[k]
+	if len(s) == 0 {
+		return nil
+	}
+	slices.Sort(s)
+	if cap(pc.counts) < len(s) {
+		pc.counts = make([]uint64, len(s), lookupSample)
+	}
+	counts := pc.counts[:len(s)]
+	if err := pc.KP.Counts(s, counts); err != nil {
+		return err
+	}
+	var pss, present, private, shared uint64
+	for _, m := range counts {
+		switch {
+		case m == 0:
+			// The zero page, or memory without a page (a device's):
+			// smaps counts neither.
+		case m == 1:
+			// Mapped once by the time of the lookup.
+			present++
+			private++
+			pss += pageSize << pssShift
+		default:
+			present++
+			shared++
+			pss += (pageSize << pssShift) / m
+		}
+	}
+	n := pc.seen[k]
+	if n > uint64(len(s)) {
+		// Scale the sample to all n pages. The pages not looked up
+		// share between nothing and half their size each.
+		f := float64(n) / float64(len(s))
+		scale := func(v uint64) uint64 { return uint64(math.Round(float64(v) * f)) }
+		rest := float64(n - uint64(len(s)))
+		est := float64(pss>>pssShift) * (f - 1)
+		*bound += max(est, rest*pageSize/2-est)
+		pss, present, private, shared = scale(pss), scale(present), scale(private), scale(shared)
+	}
+	a.rss += present
+	a.private += private
+	a.shared += shared
+	a.pss[k] += pss
+	if k == kindAnon {
+		a.anon += present
+	}
+	return nil
 }
 
 // hugetlb reports whether v is a hugetlbfs mapping, whose pages smaps

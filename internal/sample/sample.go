@@ -43,6 +43,11 @@ const (
 	// CauseMalformed: smaps_rollup could not be parsed (cut short,
 	// missing a counter, too large).
 	CauseMalformed
+	// CausePaced: the process was read page by page (pagemap) so as not
+	// to stop it, and the shares of some of its pages are estimated:
+	// RAM is within Bound of the truth, Swap within SwapBound (both
+	// from above when memwho cannot look frames up). Private is exact.
+	CausePaced
 )
 
 // Process is one process's memory at the moment it was read.
@@ -109,6 +114,12 @@ type Process struct {
 	Accuracy Accuracy
 	// Cause says why an estimate is one; CauseNone for exact figures.
 	Cause Cause
+	// Bound is how far RAM (and so Shared) may be from the truth, in
+	// bytes, for a process read page by page (CausePaced); 0 otherwise.
+	Bound uint64
+	// SwapBound is how much Swap may overstate the truth, in bytes, for
+	// a process read page by page (CausePaced); 0 otherwise.
+	SwapBound uint64
 	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
 	// process holds; valid only when Snapshot.ConnsOK.
 	Conns uint32
@@ -256,6 +267,12 @@ type Group struct {
 	// Conns sums the processes' ESTABLISHED TCP sockets; valid only when
 	// Snapshot.ConnsOK.
 	Conns uint64
+	// Paced counts the estimated processes read page by page
+	// (CausePaced); Bound and SwapBound sum their bounds
+	// (Process.Bound), in bytes: RAM and Swap are within them of the
+	// truth.
+	Paced            int
+	Bound, SwapBound uint64
 }
 
 // SwapEstimated reports whether g's swap is an estimate: some
