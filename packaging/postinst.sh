@@ -23,7 +23,7 @@ bin=/usr/bin/memwho
 # chown clears file capabilities: capabilities come last.
 chown root:memwho "$bin"
 chmod 0750 "$bin"
-if ! setcap cap_sys_ptrace,cap_dac_read_search+ep "$bin" 2>/dev/null; then
+if ! setcap cap_sys_ptrace,cap_dac_read_search+p "$bin" 2>/dev/null; then
 	# A filesystem without extended attributes: setuid root, which memwho
 	# turns into the same two capabilities of the real user at start-up
 	# (docs/safe.md).
