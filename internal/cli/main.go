@@ -128,7 +128,18 @@ func (w *watchdog) disarm() {
 // signal's death.
 func forceStop(sig syscall.Signal, sigs []os.Signal, cleanup func()) {
 	if cleanup != nil {
-		cleanup()
+		// Bounded too: a cleanup that waits (a temporary file's
+		// directory on a file system that does not answer) must not
+		// keep the process from ending.
+		done := make(chan struct{})
+		go func() {
+			cleanup()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	signal.Reset(sigs...)
 	syscall.Kill(syscall.Getpid(), sig)
