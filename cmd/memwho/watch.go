@@ -74,6 +74,11 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		snap      *sample.Snapshot
 		fromAgent bool
 		note      string
+		// askCtx bounds waits for the agent: a signal or the
+		// terminal's hang-up ends them. The view keeps ctx, which the
+		// hang-up does not end: it tells the two apart (it gives
+		// nothing back to a terminal that is gone).
+		askCtx = ctx
 	)
 	if from != "" {
 		if snap, err = readSnapshotFile(ctx, from, stderr); err != nil {
@@ -92,8 +97,8 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 			case <-fctx.Done():
 			}
 		}()
-		ctx = fctx
-		snap, fromAgent, note, err = agentF.fetch(ctx, pr, agentNeeds{by: opt.By, conns: conns}, stderr)
+		askCtx = fctx
+		snap, fromAgent, note, err = agentF.fetch(askCtx, pr, agentNeeds{by: opt.By, conns: conns}, stderr)
 		if errors.Is(err, cli.ErrInterrupted) {
 			return nil
 		}
@@ -110,7 +115,7 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 	} else if fromAgent {
 		// The agent walks on its own clock; every refresh asks it for
 		// its latest snapshot, and the view shows when it was taken.
-		s = &agentSampler{ctx: ctx, socket: agentF.socket, first: snap}
+		s = &agentSampler{ctx: askCtx, socket: agentF.socket, first: snap}
 		opt.Source = "from memwho-agent"
 		opt.Fast = false
 	} else {
