@@ -23,15 +23,18 @@ import (
 // the figures held back). It holds no capability: the reader gained its
 // own from its exec.
 type Client struct {
-	ctx    context.Context
-	opt    Options
-	proc   *os.Process
-	pipe   *os.File
+	ctx  context.Context
+	opt  Options
+	proc *os.Process
+	pipe *os.File
 	// options is the write end of the reader's standard input, which
 	// takes its options once (Begin) and is then closed.
-	options   *os.File
-	begun     bool
-	frames chan frame
+	options *os.File
+	begun   bool
+	frames  chan frame
+	// free holds payload buffers decoded and given back, for the next
+	// frames: a watch reads one snapshot a tick, of the same size.
+	free chan []byte
 	// done ends the goroutine that started the reader; once closed the
 	// reader is killed.
 	done      chan struct{}
@@ -104,7 +107,7 @@ func Prestart() (*Client, error) {
 		}
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	c := &Client{pipe: r, options: optW, frames: make(chan frame, 1), done: make(chan struct{})}
+	c := &Client{pipe: r, options: optW, frames: make(chan frame, 1), free: make(chan []byte, 2), done: make(chan struct{})}
 	type started struct {
 		p   *os.Process
 		err error
@@ -208,7 +211,12 @@ func (c *Client) read() {
 			send(frame{err: fmt.Errorf("reader: a frame of %d bytes", n)})
 			return
 		}
-		p, err := readN(c.pipe, int(n))
+		var buf []byte
+		select {
+		case buf = <-c.free:
+		default:
+		}
+		p, err := readN(c.pipe, int(n), buf)
 		if err != nil {
 			send(frame{err: c.ended(err)})
 			return
@@ -243,10 +251,14 @@ func (c *Client) read() {
 	}
 }
 
-// readN reads n bytes, growing its buffer with what comes rather than
-// with what the header claimed.
-func readN(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, min(n, 64<<10))
+// readN reads n bytes into buf (or a new buffer), growing it with what
+// comes rather than with what the header claimed.
+func readN(r io.Reader, n int, buf []byte) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, min(n, max(cap(buf), 64<<10)))
+	}
 	got := 0
 	for got < n {
 		if got == len(buf) {
@@ -347,6 +359,12 @@ func (c *Client) Scan(snap *sample.Snapshot) error {
 func (c *Client) decode(f *frame, snap *sample.Snapshot) error {
 	var err error
 	c.deferred, err = parseSnapshot(f.payload, snap, c.deferred)
+	// The decoded snapshot holds nothing of the payload (its strings
+	// are copies): the buffer serves the next frame.
+	select {
+	case c.free <- f.payload[:0]:
+	default:
+	}
 	if err != nil {
 		c.pending = fmt.Errorf("reader: %w", err)
 		return c.pending
