@@ -3,7 +3,7 @@
 # exact memory of every process, without root:
 #
 #   owner root, group GROUP, mode 0750, file capabilities
-#   cap_sys_ptrace,cap_dac_read_search+ep
+#   cap_sys_ptrace,cap_dac_read_search+p
 #
 # CAP_SYS_PTRACE reads other users' /proc/PID/smaps_rollup (exact PSS and
 # swap); CAP_DAC_READ_SEARCH lists /proc/PID/fd for the TCP and live
@@ -120,7 +120,7 @@ if [ $setuid = 1 ]; then
 	chmod 4750 "$tmp"
 else
 	chmod 0750 "$tmp"
-	if ! setcap cap_sys_ptrace,cap_dac_read_search+ep "$tmp"; then
+	if ! setcap cap_sys_ptrace,cap_dac_read_search+p "$tmp"; then
 		rm -f "$tmp"
 		die "setcap failed: the filesystem of $dir cannot store capabilities (try another --prefix, or --setuid)"
 	fi

@@ -71,5 +71,5 @@ find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 (cd tools/pkg && go run . -config "$here/packaging/nfpm.yaml" -stage "$stage" \
 	-version "$version" -out "$out" -formats "$formats" \
-	-rpm-caps /usr/bin/memwho=cap_dac_read_search,cap_sys_ptrace=ep \
+	-rpm-caps /usr/bin/memwho=cap_dac_read_search,cap_sys_ptrace=p \
 	-rpm-requires-pre shadow-utils -rpm-order-post systemd)

@@ -65,6 +65,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// stopped: a listener and its sockets, a database, an upload.
 	ctx, stop := cli.Interruptible(ctx)
 	defer stop()
+	if privilege.Separated() {
+		// memwho-agent installed with file capabilities or setuid (the
+		// install never does that): no command keeps them, and none
+		// looks at anything before they are gone.
+		if err := privilege.Drop(); err != nil {
+			return privilege.Exit(err, stderr)
+		}
+	}
 	name, rest := cli.SplitCommand(args, "")
 	if len(args) == 0 || name == "" && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
 		name = "help"

@@ -16,12 +16,15 @@
 //
 // a_ms and b_ms are medians of each command alone; ratio is the median of
 // A/B over the pairs, q25 and q75 its quartiles. CPU time is user plus
-// system of the child.
+// system of the child (and of the children it waited for: memwho's
+// reader). With -first the wall time is until the command's first byte
+// on standard output: a watch's start-up, up to its first frame.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -32,6 +35,7 @@ import (
 func main() {
 	n := flag.Int("n", 200, "pairs measured")
 	warmup := flag.Int("warmup", 5, "pairs run first and not counted")
+	flag.BoolVar(&first, "first", false, "wall time until the first byte of standard output")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: memwho-pair [-n PAIRS] [-warmup N] -- A [ARGS...] -- B [ARGS...]")
 		flag.PrintDefaults()
@@ -84,16 +88,41 @@ func split(args []string) (a, b []string, ok bool) {
 	return args[:i], args[i+1:], true
 }
 
+// first: wall time is until the first byte of standard output.
+var first bool
+
 // timing is one run's wall and CPU time in milliseconds.
 type timing struct{ wall, cpu float64 }
 
 func run(argv []string) (timing, error) {
 	c := exec.Command(argv[0], argv[1:]...)
+	var out io.ReadCloser
+	if first {
+		var err error
+		if out, err = c.StdoutPipe(); err != nil {
+			return timing{}, err
+		}
+	}
 	start := time.Now()
-	if err := c.Run(); err != nil {
+	if err := c.Start(); err != nil {
 		return timing{}, fmt.Errorf("%q: %w", argv, err)
 	}
-	wall := time.Since(start)
+	var wall time.Duration
+	if first {
+		var b [1]byte
+		if _, err := io.ReadFull(out, b[:]); err != nil {
+			c.Wait()
+			return timing{}, fmt.Errorf("%q: no output: %w", argv, err)
+		}
+		wall = time.Since(start)
+		io.Copy(io.Discard, out)
+	}
+	if err := c.Wait(); err != nil {
+		return timing{}, fmt.Errorf("%q: %w", argv, err)
+	}
+	if !first {
+		wall = time.Since(start)
+	}
 	ru := c.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return timing{float64(wall) / 1e6, float64(cpu) / 1e6}, nil

@@ -23,14 +23,21 @@ var execAgent = func(path string, argv []string) error {
 // beside this executable. What that program may do is decided as for any
 // program the user runs: when this exec of memwho gained privilege (file
 // capabilities or setuid: AT_SECURE), every capability is given up first,
-// and no_new_privs (privilege.Setup) keeps the next exec from gaining
-// any. leaks, export and diff (--since) never keep one, as before the
+// and no_new_privs keeps the exec from gaining any. leaks, export and diff (--since) never keep one, as before the
 // split. serve and
 // record started by root or by a unit with ambient capabilities keep
 // those, as memwho-agent's own policy expects (privilege.ScanPolicy).
 func runAgent(name string, args []string) error {
 	if privilege.SecureExec() || name == "leaks" || name == "export" || name == "diff" {
 		if err := privilege.Drop(); err != nil {
+			return err
+		}
+	}
+	if privilege.Elevated() {
+		// Set at start-up, except where memwho may still start its
+		// reader (privilege.Separated): memwho-agent gains nothing
+		// from its exec.
+		if err := privilege.NoNewPrivs(); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,12 +56,15 @@ type agentNeeds struct {
 // effective before privilege.EnterScan. When the snapshot is used, every
 // capability is given up for good before anything is written, and one
 // note on stderr says how old the figures are.
-func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (snap *sample.Snapshot, used bool, note string, err error) {
+func (f *agentFlags) fetch(ctx context.Context, procDir string, need agentNeeds, stderr io.Writer) (snap *sample.Snapshot, used bool, note string, err error) {
 	if f.fresh || f.socket == "" || procDir != proc.DefaultRoot {
 		return nil, false, "", nil
 	}
 	snap = new(sample.Snapshot)
-	taken, err := snapshot.Fetch(f.socket, snapshot.DefaultFetchTimeout, snap)
+	taken, err := fetchAgent(ctx, f.socket, snap)
+	if errors.Is(err, cli.ErrInterrupted) {
+		return nil, false, "", err
+	}
 	if err == nil {
 		err = snapshot.Check(snap)
 	}
@@ -98,6 +102,30 @@ func (f *agentFlags) fetch(procDir string, need agentNeeds, stderr io.Writer) (s
 	}
 	fmt.Fprintf(stderr, "memwho: figures from memwho-agent, %s old%s (--fresh reads /proc now)\n", age(time.Since(taken)), staleNote(snap))
 	return snap, true, "", nil
+}
+
+// fetchAgent is snapshot.Fetch, given up on when ctx ends first (a
+// signal while an agent takes its second to answer, or never does): the
+// command then ends at once with cli.ErrInterrupted, the fetch's own
+// goroutine left to its timeout.
+func fetchAgent(ctx context.Context, socket string, snap *sample.Snapshot) (time.Time, error) {
+	type answer struct {
+		taken time.Time
+		err   error
+	}
+	into := new(sample.Snapshot)
+	done := make(chan answer, 1)
+	go func() {
+		taken, err := snapshot.Fetch(socket, snapshot.DefaultFetchTimeout, into)
+		done <- answer{taken, err}
+	}()
+	select {
+	case a := <-done:
+		*snap = *into
+		return a.taken, a.err
+	case <-ctx.Done():
+		return time.Time{}, cli.ErrInterrupted
+	}
 }
 
 // staleNote says how stale an agent's figures may be, when that matters:

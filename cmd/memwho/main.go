@@ -18,6 +18,8 @@ import (
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/reader"
+	"github.com/memwho/memwho/internal/watch"
 )
 
 // version is set by release builds with -ldflags "-X main.version=...".
@@ -26,8 +28,9 @@ var version = ""
 // init runs before main, flags and files: a setuid-root install becomes
 // the real user here, and no capability is effective until a command has
 // parsed its configuration and decided what it keeps
-// (privilege.EnterScan). It looks at no argument and no variable but the
-// kernel's AT_SECURE flag.
+// (privilege.EnterScan); in the privileged install only the reader keeps
+// any (run). It looks at no argument and no variable but the kernel's
+// AT_SECURE flag.
 func init() { privilege.MustSetup() }
 
 func main() { cli.Main(run) }
@@ -59,12 +62,42 @@ func usage(name string) string {
 }
 
 // run is main without os.Exit, so that tests can call it. It is the one
-// dispatch: report and watch may keep a capability, through
-// privilege.EnterScan; the agent's commands are handed to memwho-agent
+// dispatch. In the privileged install (privilege.Separated) only the
+// reader (reader.Command, which memwho starts itself for a walk of /proc)
+// keeps a capability: every other command gives up every one here, before
+// its flags, the environment, files, the terminal or the agent's socket
+// are looked at. Elsewhere report and watch may keep one through
+// privilege.EnterScan. The agent's commands are handed to memwho-agent
 // (runAgent), with every capability given up first when the exec of
 // memwho gained them.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name, rest := cli.SplitCommand(args, "report")
+	if name == reader.Command {
+		return reader.Main(rest)
+	}
+	if privilege.Separated() {
+		if err := privilege.Drop(); err != nil {
+			return privilege.Exit(err, stderr)
+		}
+		switch name {
+		case "report", "watch", "snapshot", "diff":
+			// The reader starts now and waits for its options (a
+			// fixed argv, an empty environment): its exec and the Go
+			// runtime's start-up run while this process parses its
+			// flags. After the drop: a reader forked while this
+			// process still held its capabilities would not have
+			// gained them by its exec, and the kernel would have left
+			// it dumpable. Unused (an agent's snapshot, a file,
+			// another --proc), it is ended.
+			prestarted, _ = reader.Prestart()
+			defer func() {
+				if prestarted != nil {
+					prestarted.Close()
+					prestarted = nil
+				}
+			}()
+		}
+	}
 	var err error
 	switch name {
 	case "report":
@@ -77,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var hangup <-chan struct{}
 		if name == "watch" {
 			// The view handles the terminal's hang-up itself.
-			ctx, hangup, stop = cli.InterruptibleView(ctx)
+			ctx, hangup, stop = cli.InterruptibleView(ctx, watch.AbandonTerminal)
 		} else {
 			ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		}

@@ -58,9 +58,18 @@ func init() {
 // under hostileName, as root, and returns its PID. It stops at cleanup.
 func startHostile(t *testing.T, dir string) int {
 	t.Helper()
-	bin := privtest.CopyExecutable(t, dir, "hostile-helper")
+	return startNamed(t, dir, hostileName)
+}
+
+// startNamed is startHostile for a process named name.
+func startNamed(t *testing.T, dir, name string) int {
+	t.Helper()
+	bin := filepath.Join(dir, "hostile-helper")
+	if _, err := os.Stat(bin); err != nil {
+		bin = privtest.CopyExecutable(t, dir, "hostile-helper")
+	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), hostileEnv+"="+hostileName)
+	cmd.Env = append(os.Environ(), hostileEnv+"="+name)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -614,6 +623,8 @@ func TestPrivilegedInstall(t *testing.T) {
 
 	t.Run("attacks", e.checkAttacks)
 
+	e.checkReader(t)
+
 	t.Run("sandbox", func(t *testing.T) {
 		stdout, stderr, code := e.run(t, "--sandbox", "--by", "pid", "-p", strconv.Itoa(e.target), "--json")
 		if code != 0 {
@@ -739,6 +750,7 @@ func TestPrivilegedSetuid(t *testing.T) {
 	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})
+	e.checkReader(t)
 }
 
 func mustArchive(t *testing.T, name string) *txtar.Archive {

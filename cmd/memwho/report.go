@@ -264,13 +264,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	} else {
 		need := agentNeeds{by: plan.By, conns: f.conns, system: f.system}
-		if snap, fromAgent, note, err = f.agent.fetch(f.procDir, need, stderr); err != nil {
+		if snap, fromAgent, note, err = f.agent.fetch(ctx, f.procDir, need, stderr); err != nil {
 			return err
 		}
 	}
 	if !fromAgent {
 		var warnings []string
-		if snap, warnings, err = f.scan(plan, stderr); err != nil {
+		if snap, warnings, err = f.scan(ctx, plan, stderr); err != nil {
 			return err
 		}
 		warnings = append(warnings, note)
@@ -432,8 +432,8 @@ func (f *reportFlags) pictureContext(plan *sample.Selection, shown []sample.Grou
 // the policy grants only until the walk is done; warnings found meanwhile
 // are returned for the caller to print after the drop (a write to stderr
 // can block).
-func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Snapshot, []string, error) {
-	return scanOnce(f.procDir, engine.Options{
+func (f *reportFlags) scan(ctx context.Context, plan *sample.Selection, stderr io.Writer) (*sample.Snapshot, []string, error) {
+	return scanOnce(ctx, f.procDir, engine.Options{
 		Fast:       f.fast,
 		NeedUID:    plan.HasUID || plan.By == sample.ByUser,
 		NeedCgroup: plan.By.NeedsCgroup(),
@@ -441,44 +441,6 @@ func (f *reportFlags) scan(plan *sample.Selection, stderr io.Writer) (*sample.Sn
 		NoNames: (plan.By == sample.ByUser || plan.By.NeedsCgroup()) && f.html == "" && f.svg == "",
 		PIDs:    plan.ScanPIDs(f.system),
 	}, f.conns, f.sandbox, stderr)
-}
-
-// scanOnce walks the procfs tree at procDir once (engine.Options.OneShot;
-// opt's FS is set here), holding the capabilities the policy grants only
-// until the walk is done; warnings found meanwhile are returned for the
-// caller to print after the drop (a write to stderr can block).
-func scanOnce(procDir string, opt engine.Options, conns, sandbox bool, stderr io.Writer) (*sample.Snapshot, []string, error) {
-	procFS, err := privilege.EnterScan("report", procDir, conns, stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer procFS.Close()
-	var warnings []string
-	if sandbox {
-		w, err := privilege.SandboxScan(procFS)
-		if err != nil {
-			return nil, nil, err
-		}
-		warnings = append(warnings, w)
-	}
-	opt.OneShot, opt.FS = true, procFS
-	sc, err := engine.New(opt)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer sc.Close()
-	snap := new(sample.Snapshot)
-	if err := sc.Scan(snap); err != nil {
-		return nil, nil, err
-	}
-	if conns {
-		warnings = append(warnings, report.ConnsWarning(engine.CountConns(procFS, snap)))
-	}
-	// The scan was the only step that needed privilege.
-	if err := privilege.Drop(); err != nil {
-		return nil, nil, err
-	}
-	return snap, warnings, nil
 }
 
 // tmpfsUsage lists the tmpfs mounts of memwho's mount namespace with

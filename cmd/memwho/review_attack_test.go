@@ -123,7 +123,7 @@ func (e *privEnv) checkReviewAttacks(t *testing.T) {
 			t.Skip("getcap (libcap2-bin) is missing")
 		}
 		out, err := exec.Command("getcap", e.bin).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != e.bin+" cap_dac_read_search,cap_sys_ptrace=ep" {
+		if err != nil || strings.TrimSpace(string(out)) != e.bin+" cap_dac_read_search,cap_sys_ptrace=p" {
 			t.Errorf("getcap %s: %q, %v", e.bin, out, err)
 		}
 		// Through a shell: setpriv itself still holds root's
@@ -561,10 +561,11 @@ func (e *privEnv) checkReviewAttacks(t *testing.T) {
 	})
 }
 
-// checkWatchInspect starts watch as the test user and, while it holds its
-// capabilities, tries to get at it as that user: no ptrace, no memory, no
-// environ, no fds, no core dump, no traceback; and every thread holds
-// exactly what the policy says.
+// checkWatchInspect starts watch as the test user and, while its reader
+// holds the capabilities, tries to get at both processes as that user: no
+// ptrace, no memory, no environ, no fds, no core dump, no traceback. The
+// watch itself holds nothing; every thread of its reader, its one child,
+// holds exactly what the policy says, and no_new_privs.
 func (e *privEnv) checkWatchInspect(t *testing.T) {
 	own := e.ownDir(t, "own-watch")
 	for _, tc := range []struct {
@@ -583,12 +584,17 @@ GOTRACEBACK=crash MEMWHO_REVIEW_ENV=` + secretText + `-env "$M" watch --plain --
 p=$!
 i=0
 until grep -q total w.out 2>/dev/null; do sleep 0.05; i=$((i+1)); if [ $i -ge 2400 ]; then echo TIMEOUT; break; fi; done
-for s in /proc/$p/task/*/status; do grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' $s | tr '\t\n' '  '; echo; done
-for f in environ mem maps smaps auxv stack syscall personality pagemap; do head -c 64 /proc/$p/$f >/dev/null 2>&1 && echo "READ $f"; done
-ls /proc/$p/fd >/dev/null 2>&1 && echo "READ fd"
-ls /proc/$p/map_files >/dev/null 2>&1 && echo "READ map_files"
-readlink /proc/$p/cwd >/dev/null 2>&1 && echo "READ cwd"
-readlink /proc/$p/exe >/dev/null 2>&1 && echo "READ exe"
+r=$(cat /proc/$p/task/*/children | tr -d " \n")
+echo "READER $r"
+for who in $p $r; do
+  for s in /proc/$who/task/*/status; do echo "$who" | sed "s/^$p\$/WATCH/; s/^$r\$/READER/" | tr '\n' ' '; grep -E '^(CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' $s | tr '\t\n' '  '; echo; done
+  for f in environ mem maps smaps auxv stack syscall personality pagemap; do head -c 64 /proc/$who/$f >/dev/null 2>&1 && echo "READ $who $f"; done
+  ls /proc/$who/fd >/dev/null 2>&1 && echo "READ $who fd"
+  ls /proc/$who/map_files >/dev/null 2>&1 && echo "READ $who map_files"
+  readlink /proc/$who/cwd >/dev/null 2>&1 && echo "READ $who cwd"
+  readlink /proc/$who/exe >/dev/null 2>&1 && echo "READ $who exe"
+done
+kill -QUIT $r
 kill -QUIT $p
 wait $p
 echo "EXIT $?"
@@ -599,20 +605,31 @@ ls`
 		if strings.Contains(out, "TIMEOUT") {
 			t.Fatalf("watch %s never printed a frame:\n%s", tc.flags, out)
 		}
+		if strings.Contains(out, "READER \n") || !strings.Contains(out, "READER ") {
+			t.Fatalf("watch %s: no reader child:\n%s", tc.flags, out)
+		}
+		seen := map[string]bool{}
 		for line := range strings.Lines(out) {
 			if strings.HasPrefix(line, "READ ") {
 				t.Errorf("watch %s: the user could %s", tc.flags, line)
 			}
-			if strings.HasPrefix(line, "CapInh:") {
-				f := strings.Fields(line)
-				// CapInh: X CapPrm: X CapEff: X CapAmb: X NoNewPrivs: N
-				if len(f) != 10 || f[1] != "0000000000000000" || f[3] != tc.eff || f[5] != tc.eff || f[7] != "0000000000000000" || f[9] != "1" {
-					t.Errorf("watch %s: thread state %q, want permitted = effective = %s, no inheritable/ambient, no_new_privs", tc.flags, line, tc.eff)
-				}
+			who, rest, _ := strings.Cut(line, " ")
+			if (who != "WATCH" && who != "READER") || !strings.HasPrefix(rest, "CapInh:") {
+				continue
+			}
+			seen[who] = true
+			eff := tc.eff
+			if who == "WATCH" {
+				eff = "0000000000000000"
+			}
+			f := strings.Fields(rest)
+			// CapInh: X CapPrm: X CapEff: X CapAmb: X NoNewPrivs: N
+			if len(f) != 10 || f[1] != "0000000000000000" || f[3] != eff || f[5] != eff || f[7] != "0000000000000000" || f[9] != "1" {
+				t.Errorf("watch %s: %s thread state %q, want permitted = effective = %s, no inheritable/ambient, no_new_privs", tc.flags, who, rest, eff)
 			}
 		}
-		if !strings.Contains(out, "CapInh:") {
-			t.Errorf("watch %s: no thread status read:\n%s", tc.flags, out)
+		if !seen["WATCH"] || !seen["READER"] {
+			t.Errorf("watch %s: no thread status read of both processes:\n%s", tc.flags, out)
 		}
 		if strings.Contains(out, "goroutine ") || strings.Contains(out, "rip ") || strings.Contains(out, secretText) {
 			t.Errorf("watch %s: SIGQUIT with GOTRACEBACK=crash printed a traceback or the environment:\n%s", tc.flags, out)

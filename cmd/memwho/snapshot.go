@@ -87,14 +87,14 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if root := container.RootFor(procDir); root != "" {
 		zram, zramErr = proc.ZramUsed(filepath.Join(root, "sys"))
 	}
-	snap, fromAgent, note, err := agentF.fetch(procDir, agentNeeds{by: sample.ByUnit, conns: conns, system: true}, stderr)
+	snap, fromAgent, note, err := agentF.fetch(ctx, procDir, agentNeeds{by: sample.ByUnit, conns: conns, system: true}, stderr)
 	if err != nil {
 		return err
 	}
 	if !fromAgent {
 		var warnings []string
 		// Everything any grouping needs: uid, cgroups and names.
-		snap, warnings, err = scanOnce(procDir, engine.Options{Fast: fast, NeedUID: true, NeedCgroup: true}, conns, false, stderr)
+		snap, warnings, err = scanOnce(ctx, procDir, engine.Options{Fast: fast, NeedUID: true, NeedCgroup: true}, conns, false, stderr)
 		if err != nil {
 			return err
 		}

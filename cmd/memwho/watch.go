@@ -11,7 +11,6 @@ import (
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
-	"github.com/memwho/memwho/internal/privilege"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
@@ -75,13 +74,37 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		snap      *sample.Snapshot
 		fromAgent bool
 		note      string
+		// askCtx bounds waits for the agent: a signal or the
+		// terminal's hang-up ends them. The view keeps ctx, which the
+		// hang-up does not end: it tells the two apart (it gives
+		// nothing back to a terminal that is gone).
+		askCtx = ctx
 	)
 	if from != "" {
 		if snap, err = readSnapshotFile(ctx, from, stderr); err != nil {
 			return err
 		}
-	} else if snap, fromAgent, note, err = agentF.fetch(pr, agentNeeds{by: opt.By, conns: conns}, stderr); err != nil {
-		return err
+	} else {
+		// The agent's answer is waited for until a signal or the
+		// terminal's hang-up, which end the watch there (status 0, as
+		// they end it later), within cli.StopWithin.
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-hangup:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		askCtx = fctx
+		snap, fromAgent, note, err = agentF.fetch(askCtx, pr, agentNeeds{by: opt.By, conns: conns}, stderr)
+		if errors.Is(err, cli.ErrInterrupted) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	var s watch.Sampler
 	if from != "" {
@@ -92,7 +115,7 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 	} else if fromAgent {
 		// The agent walks on its own clock; every refresh asks it for
 		// its latest snapshot, and the view shows when it was taken.
-		s = &agentSampler{socket: agentF.socket, first: snap}
+		s = &agentSampler{ctx: askCtx, socket: agentF.socket, first: snap}
 		opt.Source = "from memwho-agent"
 		opt.Fast = false
 	} else {
@@ -105,13 +128,7 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 		if note != "" {
 			fmt.Fprintln(stderr, note)
 		}
-		procFS, err := privilege.EnterScan("watch", pr, conns, stderr)
-		if err != nil {
-			return err
-		}
-		defer procFS.Close()
-		eng, err := engine.New(engine.Options{
-			FS:   procFS,
+		walker, stop, err := watchSampler(ctx, pr, engine.Options{
 			Fast: fast,
 			// The live view switches grouping with a key and keeps the
 			// history of every grouping, so it reads what all of them
@@ -119,12 +136,12 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 			NeedUID:    live || opt.By == sample.ByUser,
 			NeedCgroup: live || opt.By.NeedsCgroup(),
 			Conns:      conns,
-		})
+		}, interval, stderr)
 		if err != nil {
 			return err
 		}
-		defer eng.Close()
-		s = eng
+		defer stop()
+		s = walker
 	}
 	opt.Containers = container.NewNames(container.RootFor(pr))
 
@@ -140,6 +157,7 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 
 // agentSampler gives watch the agent's latest snapshot at each refresh.
 type agentSampler struct {
+	ctx    context.Context
 	socket string
 	first  *sample.Snapshot
 	// file, for --from FILE, is given again at every refresh.
@@ -159,7 +177,10 @@ func (a *agentSampler) Scan(snap *sample.Snapshot) error {
 		*snap = *a.file
 		return nil
 	}
-	_, err := snapshot.Fetch(a.socket, snapshot.DefaultFetchTimeout, snap)
+	_, err := fetchAgent(a.ctx, a.socket, snap)
+	if errors.Is(err, cli.ErrInterrupted) {
+		return err
+	}
 	if err == nil {
 		err = snapshot.Check(snap)
 	}

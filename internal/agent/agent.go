@@ -194,8 +194,13 @@ func New(opt Options) (*Agent, error) {
 	a := &Agent{opt: opt, eng: eng, wake: make(chan struct{}, 1), freshMin: MinFreshAge}
 	if eo.FS != nil && opt.By == sample.ByContainer {
 		// Read with the agent's own rights only: under a unit's
-		// ambient capabilities containers keep their short ids.
-		a.names.Containers = container.NewNames(container.RootFor(eo.FS.Root()))
+		// ambient capabilities containers keep their short ids. The
+		// names are published to the socket's and the endpoint's
+		// readers: only from state they could read themselves
+		// (container.Names.Public), also when the agent runs as root.
+		names := container.NewNames(container.RootFor(eo.FS.Root()))
+		names.Public = true
+		a.names.Containers = names
 	}
 	a.bufs.New = func() any { b := make([]byte, 0, 8<<10); return &b }
 	return a, nil

@@ -108,11 +108,22 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 	}
 	for range 8 {
 		tmp := tempName(name)
+		// Made and registered under the lock RemoveTemps takes: a
+		// process ended by a signal between the two (cli.StopWithin's
+		// watchdog, under load) left the file it had just made.
+		pending.Lock()
+		if pending.removed {
+			pending.Unlock()
+			dir.Close()
+			return nil, &os.PathError{Op: "create", Path: path, Err: errRemoved}
+		}
 		f, err := open(filepath.Join(dirName, tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 		if errors.Is(err, os.ErrExist) {
+			pending.Unlock()
 			continue // a planted or leftover file: never touch it
 		}
 		if err != nil {
+			pending.Unlock()
 			dir.Close()
 			return nil, &os.PathError{Op: "open", Path: path, Err: unwrapPath(err)}
 		}
@@ -121,19 +132,12 @@ func CreateWith(path string, perm os.FileMode, open OpenFunc) (*File, error) {
 		// rename a directory in the path could have swapped it between
 		// the two opens.
 		if !sameFile(f, dfd, tmp) {
+			pending.Unlock()
 			f.Close()
 			dir.Close()
 			return nil, &os.PathError{Op: "create", Path: path, Err: errors.New("directory changed while the file was created")}
 		}
 		nf := &File{f: f, dir: dir, path: path, name: name, tmp: tmp}
-		pending.Lock()
-		if pending.removed {
-			pending.Unlock()
-			unix.Unlinkat(int(dir.Fd()), tmp, 0)
-			f.Close()
-			dir.Close()
-			return nil, &os.PathError{Op: "create", Path: path, Err: errRemoved}
-		}
 		if pending.files == nil {
 			pending.files = make(map[*File]struct{})
 		}

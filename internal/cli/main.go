@@ -43,8 +43,109 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // stopped the record it had started with "&", and a snapshot under
 // nohup ended at the terminal's hang-up). SIGTERM is not looked at:
 // the Go runtime never leaves it ignored.
+//
+// A command that has not returned StopWithin after the first signal is
+// ended by it all the same (forceStop), whatever it waits for: a write
+// to a pipe nobody reads, a stalled terminal, a server. Until the
+// returned function is called; a command calls it once it has returned.
 func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, interruptSignals(true)...)
+	sigs := interruptSignals(true)
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	ctx, cancel := context.WithCancel(ctx)
+	w := newWatchdog(sigs, nil)
+	go func() {
+		select {
+		case s := <-c:
+			w.arm(s)
+			cancel()
+		case <-w.done:
+		}
+	}()
+	return ctx, func() {
+		w.disarm()
+		signal.Stop(c)
+		cancel()
+	}
+}
+
+// StopWithin is how long a command that catches SIGINT, SIGTERM or
+// SIGHUP (Interruptible, InterruptibleView, InterruptibleOnce) has, from
+// the first of them, to finish what it undoes and end: then it is ended
+// by that signal. With the time the kernel takes to end it, every
+// command ends within a second of the signal.
+const StopWithin = 700 * time.Millisecond
+
+// watchdog ends the process StopWithin after the first signal unless
+// disarmed first.
+type watchdog struct {
+	sigs    []os.Signal
+	cleanup func()
+	done    chan struct{}
+	mu      sync.Mutex
+	timer   *time.Timer
+	off     bool
+}
+
+func newWatchdog(sigs []os.Signal, cleanup func()) *watchdog {
+	return &watchdog{sigs: sigs, cleanup: cleanup, done: make(chan struct{})}
+}
+
+// arm starts the countdown at the first signal s; later ones change
+// nothing.
+func (w *watchdog) arm(s os.Signal) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.off || w.timer != nil {
+		return
+	}
+	w.timer = time.AfterFunc(StopWithin, func() {
+		w.mu.Lock()
+		off := w.off
+		w.mu.Unlock()
+		if !off {
+			forceStop(s.(syscall.Signal), w.sigs, w.cleanup)
+		}
+	})
+}
+
+// disarm stops the countdown for good.
+func (w *watchdog) disarm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.off {
+		return
+	}
+	w.off = true
+	close(w.done)
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// forceStop ends the process by sig, after cleanup (the temporary files
+// to remove, the terminal's modes to give back), as a shell reports a
+// signal's death.
+func forceStop(sig syscall.Signal, sigs []os.Signal, cleanup func()) {
+	if cleanup != nil {
+		// Bounded too: a cleanup that waits (a temporary file's
+		// directory on a file system that does not answer) must not
+		// keep the process from ending.
+		done := make(chan struct{})
+		go func() {
+			cleanup()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	signal.Reset(sigs...)
+	syscall.Kill(syscall.Getpid(), sig)
+	// In case the kill did not arrive (a signal blocked on this thread).
+	time.Sleep(100 * time.Millisecond)
+	os.Exit(128 + int(sig))
 }
 
 // InterruptibleView is Interruptible for the live view: SIGHUP is
@@ -62,28 +163,46 @@ func Interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 // hang-up that arrives after the view has stopped its own handling
 // would otherwise end the process by its default action. Under nohup
 // (SIGHUP ignored) the channel is never closed.
-func InterruptibleView(ctx context.Context) (context.Context, <-chan struct{}, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(ctx, interruptSignals(false)...)
+//
+// The first of the three starts the StopWithin countdown (see
+// Interruptible); cleanup runs before the process is ended by it (the
+// view gives the terminal its modes back).
+func InterruptibleView(ctx context.Context, cleanup func()) (context.Context, <-chan struct{}, context.CancelFunc) {
+	sigs := interruptSignals(false)
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, sigs...)
+	ctx, cancel := context.WithCancel(ctx)
 	hangup := make(chan struct{})
-	if signal.Ignored(syscall.SIGHUP) {
-		return ctx, hangup, stop
-	}
+	all := sigs
 	hup := make(chan os.Signal, 1) // later hang-ups find it full and are dropped
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(hup, syscall.SIGHUP)
+		all = append(all, syscall.SIGHUP)
+	}
+	w := newWatchdog(all, cleanup)
+	go func() {
+		select {
+		case s := <-c:
+			w.arm(s)
+			cancel()
+		case <-w.done:
+		}
+	}()
 	go func() {
 		select {
 		case <-hup:
+			w.arm(syscall.SIGHUP)
 			close(hangup)
-		case <-done:
+		case <-w.done:
 		}
 	}()
 	var once sync.Once
 	return ctx, hangup, func() {
 		once.Do(func() {
+			w.disarm()
 			signal.Stop(hup)
-			close(done)
-			stop()
+			signal.Stop(c)
+			cancel()
 		})
 	}
 }
@@ -117,15 +236,19 @@ func interruptSignals(hangup bool) []os.Signal {
 // then SIGHUP), a terminal that closes (SIGHUP from the kernel to the
 // foreground group, then from the shell to its jobs), Ctrl-C pressed
 // twice. Signals ignored at the start stay ignored, as in Interruptible.
+// Without a second signal, the first ends the process StopWithin after
+// it, cleanup first, as Interruptible does.
 func InterruptibleOnce(ctx context.Context, cleanup func()) (context.Context, context.CancelFunc) {
 	sigs := interruptSignals(true)
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, sigs...)
 	ctx, cancel := context.WithCancel(ctx)
+	w := newWatchdog(sigs, cleanup)
 	done := make(chan struct{})
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			w.disarm()
 			signal.Stop(c)
 			close(done)
 			cancel()
@@ -140,20 +263,11 @@ func InterruptibleOnce(ctx context.Context, cleanup func()) (context.Context, co
 				return
 			}
 			if n == 0 {
+				w.arm(s)
 				cancel()
 				continue
 			}
-			if cleanup != nil {
-				cleanup()
-			}
-			sig := s.(syscall.Signal)
-			signal.Reset(sigs...)
-			syscall.Kill(syscall.Getpid(), sig)
-			// The default action of the three is to end the
-			// process; in case the kill did not arrive, end it the
-			// way a shell reports a signal's death.
-			time.Sleep(time.Second)
-			os.Exit(128 + int(sig))
+			forceStop(s.(syscall.Signal), sigs, cleanup)
 		}
 	}()
 	return ctx, stop

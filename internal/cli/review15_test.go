@@ -36,7 +36,7 @@ func TestReview15InterruptibleView(t *testing.T) {
 		}
 	}
 	t.Run("SIGHUP, SIGHUP, SIGTERM", func(t *testing.T) {
-		ctx, hangup, stop := InterruptibleView(context.Background())
+		ctx, hangup, stop := InterruptibleView(context.Background(), nil)
 		defer stop()
 		burst()
 		for _, c := range []<-chan struct{}{hangup, ctx.Done()} {
@@ -54,7 +54,7 @@ func TestReview15InterruptibleView(t *testing.T) {
 		signal.Notify(keep, syscall.SIGHUP)
 		defer signal.Stop(keep)
 		for range 200 {
-			_, hangup, stop := InterruptibleView(context.Background())
+			_, hangup, stop := InterruptibleView(context.Background(), nil)
 			var wg sync.WaitGroup
 			wg.Go(func() { syscall.Kill(syscall.Getpid(), syscall.SIGHUP) })
 			wg.Go(stop)
@@ -69,7 +69,7 @@ func TestReview15InterruptibleView(t *testing.T) {
 	t.Run("nohup: SIGHUP, SIGHUP, SIGTERM", func(t *testing.T) {
 		signal.Ignore(syscall.SIGHUP)
 		defer unignore(syscall.SIGHUP)
-		ctx, hangup, stop := InterruptibleView(context.Background())
+		ctx, hangup, stop := InterruptibleView(context.Background(), nil)
 		defer stop()
 		burst()
 		select {

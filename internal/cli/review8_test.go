@@ -145,7 +145,7 @@ func TestInterruptibleViewHangup(t *testing.T) {
 	// The child inherits what the parent ignores.
 	unignore(syscall.SIGHUP, syscall.SIGINT)
 	t.Run("SIGHUP", func(t *testing.T) {
-		ctx, hangup, stop := InterruptibleView(context.Background())
+		ctx, hangup, stop := InterruptibleView(context.Background(), nil)
 		defer stop()
 		syscall.Kill(syscall.Getpid(), syscall.SIGHUP)
 		time.Sleep(50 * time.Millisecond) // nobody reading yet
@@ -165,7 +165,7 @@ func TestInterruptibleViewHangup(t *testing.T) {
 	})
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			ctx, hangup, stop := InterruptibleView(context.Background())
+			ctx, hangup, stop := InterruptibleView(context.Background(), nil)
 			defer stop()
 			syscall.Kill(syscall.Getpid(), sig)
 			select {
@@ -183,7 +183,7 @@ func TestInterruptibleViewHangup(t *testing.T) {
 	t.Run("SIGHUP ignored (nohup)", func(t *testing.T) {
 		signal.Ignore(syscall.SIGHUP)
 		defer signal.Reset(syscall.SIGHUP)
-		ctx, hangup, stop := InterruptibleView(context.Background())
+		ctx, hangup, stop := InterruptibleView(context.Background(), nil)
 		defer stop()
 		syscall.Kill(syscall.Getpid(), syscall.SIGHUP)
 		select {

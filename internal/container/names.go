@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/memwho/memwho/internal/privilege"
@@ -51,8 +52,20 @@ const maxDirEntries = 1 << 16
 // from the system's state, and carries the owner ("NAME (uid 1000)"): a
 // user can create cgroups named like any container inside their own
 // systemd instance, and name their containers anything.
+//
+// Names that others read (the agent's socket and metrics) come only from
+// state those others could read themselves: see Public.
 type Names struct {
 	root string // "" resolves nothing
+	// Public, when set, takes a name only from a state file owned by
+	// root (the system runtimes' state, the admin's) or readable by
+	// every user (the file, and every directory above it searchable by
+	// all), and lists a directory only when it is root's or open to
+	// all likewise; anything else leaves the short id. The agent sets
+	// it: run as root it read another user's 0700 rootless podman
+	// storage and published the names to its socket's group, who could
+	// not read them (issue 27).
+	Public bool
 	// MaxAge is how long answers are kept (NewNames: one minute).
 	MaxAge time.Duration
 	// now returns the time (time.Now; tests set it).
@@ -337,13 +350,57 @@ func (n *Names) read(dir, name string) []byte {
 	if err != nil {
 		return nil
 	}
+	if n.Public && !public(filepath.Join(dir, name), false) {
+		// Checked after the read, on the path it took beneath dir
+		// (no symlink there): the file it read is this one, unless
+		// its owner moves it meanwhile, which only they could, and
+		// it is theirs to publish.
+		return nil
+	}
 	return b
+}
+
+// public reports whether path (a regular file, or with dir a directory
+// to list) is root's, or readable by every user: it grants read (and,
+// a directory, search) to others, and every directory above it grants
+// search to others.
+func public(path string, dir bool) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return false
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid == 0 {
+		return true
+	}
+	want := os.FileMode(0o004)
+	if dir {
+		want |= 0o001
+	}
+	if st.Mode().Perm()&want != want {
+		return false
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 // list returns the names in dir (at most maxDirEntries); only names are
 // used, nothing is opened through them.
 func (n *Names) list(dir string) []string {
 	if userRights() != nil {
+		return nil
+	}
+	if n.Public && !public(dir, true) {
 		return nil
 	}
 	f, err := os.Open(dir)

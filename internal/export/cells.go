@@ -3,7 +3,6 @@ package export
 import (
 	"bytes"
 	"io"
-	"strings"
 	"unsafe"
 
 	"github.com/memwho/memwho/internal/report"
@@ -203,19 +202,14 @@ func Neutralise(s string) string {
 	return string(appendNeutralised(nil, []byte(s)))
 }
 
-// appendNeutralised appends the neutralised form of v to dst.
+// appendNeutralised appends the neutralised form of v to dst
+// (report.AppendCell).
 func appendNeutralised(dst, v []byte) []byte {
-	start := len(dst)
-	dst = append(dst, '\'')
-	if len(v) > 0 {
-		// Sanitize only reads v, and v is not changed meanwhile.
-		dst = report.Sanitize(dst, unsafe.String(&v[0], len(v)))
-	}
-	if len(dst) > start+1 && strings.IndexByte("=+-@'", dst[start+1]) >= 0 {
+	if len(v) == 0 {
 		return dst
 	}
-	copy(dst[start:], dst[start+1:])
-	return dst[:len(dst)-1]
+	// AppendCell only reads v, and v is not changed meanwhile.
+	return report.AppendCell(dst, unsafe.String(&v[0], len(v)))
 }
 
 // appendField quotes v as PostgreSQL's COPY (FORMAT csv) does: only when

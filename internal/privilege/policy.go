@@ -27,9 +27,14 @@ func MustSetup() {
 // configuration of the scanning command cmd (docs/safe.md): the
 // capabilities the scan keeps when memwho is elevated.
 //
-//   - report and watch read /proc and print: CAP_SYS_PTRACE and
+//   - the reader (memwho's process that walks /proc for report, watch,
+//     snapshot and diff in the privileged install, and only reads and
+//     writes snapshots to its pipe): CAP_SYS_PTRACE and
 //     CAP_DAC_READ_SEARCH (pagemap, and with --conns the /proc/PID/fd
 //     walk);
+//   - report and watch the same when they walk /proc themselves, where
+//     the privilege is not [Separated] (root, a unit's ambient
+//     capabilities), and nothing where it is: there the reader walks;
 //   - serve and record keep what the admin granted them as ambient
 //     capabilities (a systemd unit), and nothing when they were started
 //     from a file-capability or setuid binary (the exec gained
@@ -47,6 +52,10 @@ func ScanPolicy(cmd string, conns bool) []cap.Value {
 			return ScanCaps
 		}
 	case "report", "watch":
+		if Separated() {
+			return nil
+		}
+	case "reader":
 	default:
 		return nil
 	}
@@ -103,6 +112,23 @@ func EnterScan(cmd, dir string, conns bool, stderr io.Writer) (*proc.FS, error) 
 	}
 	if notice != "" {
 		fmt.Fprintf(stderr, "memwho: notice: %s\n", cli.OneLine(notice))
+	}
+	return fs, nil
+}
+
+// EnterReader is EnterScan for the reader, on the kernel's procfs root
+// (the only tree it reads): the policy's capabilities, or none under a
+// hidepid= mount that hides processes from the user, with the notice
+// written to notice. It then sets no_new_privs: the reader never
+// executes anything.
+func EnterReader(conns bool, notice io.Writer) (*proc.FS, error) {
+	fs, err := EnterScan("reader", proc.DefaultRoot, conns, notice)
+	if err != nil {
+		return nil, err
+	}
+	if err := NoNewPrivs(); err != nil {
+		fs.Close()
+		return nil, err
 	}
 	return fs, nil
 }

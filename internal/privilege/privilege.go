@@ -9,10 +9,11 @@
 // user asks for is done as the user:
 //
 //   - [Setup], called once before flags are parsed, switches a setuid or
-//     setgid install to the real uid and gid on every thread, leaves
-//     every capability permitted but none effective, sets no_new_privs
-//     and removes environment variables that name files. Until Enter,
-//     memwho has exactly its user's rights;
+//     setgid install to the real uid and gid on every thread, and leaves
+//     every capability permitted but none effective. Until Enter, memwho
+//     has exactly its user's rights. In the privileged install
+//     ([Separated]) only the reader process ever raises one: the process
+//     the user talks to gives them all up at its dispatch;
 //   - the command parses its flags (and environment), opens what the
 //     user named with those rights, and decides on that configuration
 //     what to keep; [Scannable] says whether its procfs tree may be read
@@ -73,9 +74,9 @@ var (
 type State struct {
 	RUID, EUID, SUID, FSUID int
 	RGID, EGID, SGID, FSGID int
-	// Permitted and Effective are capability bit masks (bit n is
-	// capability n) of the calling thread.
-	Permitted, Effective uint64
+	// Permitted, Effective and Inheritable are capability bit masks
+	// (bit n is capability n) of the calling thread.
+	Permitted, Effective, Inheritable uint64
 }
 
 // Elevated reports whether the process can do more than its real user:
@@ -108,6 +109,7 @@ func Current() (State, error) {
 	}
 	s.Permitted = uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32
 	s.Effective = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	s.Inheritable = uint64(data[0].Inheritable) | uint64(data[1].Inheritable)<<32
 	return s, nil
 }
 
@@ -117,6 +119,7 @@ var (
 	start    State
 	setUp    bool
 	elevated bool
+	secure   bool
 )
 
 // Elevated reports whether the process started with more privilege than
@@ -130,6 +133,21 @@ func Elevated() bool {
 	}
 	s, err := Current()
 	return err != nil || s.Elevated() // unreadable state counts as elevated: be careful
+}
+
+// Separated reports whether this process's privilege came with its exec
+// (file capabilities or setuid: the kernel's AT_SECURE) while its real
+// user is not root: the privileged install. Then only the reader, a
+// process of its own that memwho starts from its own binary with an
+// empty environment, keeps a capability; the process the user talks to
+// gives up every one at its dispatch, before flags, files, the terminal
+// or the environment are looked at (docs/safe.md). Privilege a caller
+// already held (root, a unit's ambient capabilities) is not separated:
+// there is nobody to keep it from. Before [Setup] it is false.
+func Separated() bool {
+	startMu.Lock()
+	defer startMu.Unlock()
+	return setUp && elevated && secure
 }
 
 // Start returns the state Setup found, and false before Setup.
@@ -153,20 +171,42 @@ func Start() (State, bool) {
 //     set, so that everything done before Enter (flag parsing, opening a
 //     path the user named) runs with exactly the user's rights; clears
 //     the inheritable and ambient sets;
-//   - sets no_new_privs, so nothing executed later could gain privilege;
-//   - when the exec gained privilege ([SecureExec]), removes environment
-//     variables outside a short allowlist (see [SanitizeEnv]).
+//   - sets no_new_privs, so nothing executed later could gain privilege,
+//     unless the process is [Separated]: there the dispatch gives up
+//     every capability of the process the user talks to, which must
+//     still be able to start the reader, whose exec of memwho's own
+//     binary gains them again; the reader sets it itself (EnterReader),
+//     and memwho before it executes memwho-agent ([NoNewPrivs]).
 //
 // It then checks every thread and fails if any kept more.
+//
+// The environment is left as it is: no process that keeps a capability
+// uses it. A Separated process gives up every capability before it looks
+// at it, and the reader refuses to start with any variable set
+// ([RequireEmptyEnv]), so that the Go runtime's own copy (GOROOT for the
+// time zones, GODEBUG) is empty too; an unseparated one runs with what
+// its caller already had. What the runtime reads before Setup runs is in
+// docs/safe.md.
 func Setup() (State, error) {
 	s, err := Current()
+	// Asked only of an elevated process: reading /proc/self/auxv makes
+	// the Go runtime's poller, which an open-file limit of 8 refuses
+	// fatally, before a command could say so.
+	sec := (err != nil || s.Elevated()) && SecureExec()
 	startMu.Lock()
-	start, setUp, elevated = s, true, err != nil || s.Elevated()
+	start, setUp, elevated, secure = s, true, err != nil || s.Elevated(), sec
 	startMu.Unlock()
 	if err != nil {
 		return s, err
 	}
 	if !s.Elevated() {
+		return s, nil
+	}
+	if sec && settled(s) {
+		// The install's +p exec: nothing to change. Every thread is
+		// as this one: none existed before the exec, and nothing
+		// has changed a capability since (the kernel clears the
+		// ambient set at such an exec).
 		return s, nil
 	}
 	if s.EGID != s.RGID || s.SGID != s.RGID || s.FSGID != s.RGID {
@@ -184,18 +224,51 @@ func Setup() (State, error) {
 	if err := narrow(FDWalkCaps, false); err != nil {
 		return s, err
 	}
-	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return s, fmt.Errorf("set no_new_privs: %w", err)
-	}
-	// The environment is untrusted when the exec itself crossed a
-	// privilege boundary (file capabilities, setuid): the kernel then
-	// sets AT_SECURE, the same test glibc's secure_getenv makes. Ambient
-	// capabilities given by systemd do not set it: there the environment
-	// is the admin's unit file, and stays.
-	if SecureExec() {
-		SanitizeEnv()
+	if !sec {
+		if err := NoNewPrivs(); err != nil {
+			return s, err
+		}
 	}
 	return s, verify(s, mask(FDWalkCaps), 0)
+}
+
+// settled reports whether s is what Setup makes of an elevated process:
+// the real user's ids throughout, nothing permitted beyond FDWalkCaps,
+// nothing effective or inheritable.
+func settled(s State) bool {
+	return s.EUID == s.RUID && s.SUID == s.RUID && s.FSUID == s.RUID &&
+		s.EGID == s.RGID && s.SGID == s.RGID && s.FSGID == s.RGID &&
+		s.Permitted&^mask(FDWalkCaps) == 0 && s.Effective == 0 && s.Inheritable == 0
+}
+
+// NoNewPrivs sets no_new_privs: no program this process executes from
+// now on gains privilege from its setuid bit or file capabilities.
+func NoNewPrivs() error {
+	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	return nil
+}
+
+// RequireEmptyEnv returns an error unless the process was executed with
+// no environment at all: the reader's exec gives it none, and one
+// started with some (by hand) would run with a Go runtime that read them
+// (GOROOT for the time zones, GODEBUG) while holding capabilities. The
+// one variable allowed is GOTRACEBACK=none, which the runtime itself
+// puts in its copy after an exec that gained privilege (its secure mode,
+// runtime/security_unix.go), whatever the exec gave. os.Environ is the
+// runtime's copy as long as nothing called os.Setenv or os.Unsetenv,
+// which memwho never does (the kernel's copy, /proc/self/environ, is
+// root's in a process that gained privilege).
+func RequireEmptyEnv() error {
+	for _, kv := range os.Environ() {
+		if kv == "GOTRACEBACK=none" {
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		return fmt.Errorf("started with environment variables (%s...): the reader runs with none", strings.ToValidUTF8(k[:min(len(k), 64)], "?"))
+	}
+	return nil
 }
 
 // Enter is the one place a capability becomes usable. The caller has
@@ -377,10 +450,12 @@ func mask(vs []cap.Value) uint64 {
 
 // DropAll clears the permitted, effective, inheritable and ambient
 // capability sets of every thread, and (if Setup was not called) switches
-// a setuid process to its real ids first. Nothing can raise them again:
-// memwho never executes another program, and no_new_privs is set. It is
-// a no-op when the process is not elevated, so that root keeps its
-// powers for the rest of its run.
+// a setuid process to its real ids first. Nothing in this process can
+// raise them again; only an exec of memwho's own binary gains them anew,
+// which the privileged install's process does for its reader alone
+// ([Separated]; every other exec follows no_new_privs). It is a no-op
+// when the process is not elevated, so that root keeps its powers for
+// the rest of its run.
 func DropAll() error {
 	if !Elevated() {
 		return nil
@@ -403,71 +478,6 @@ func DropAll() error {
 		return err
 	}
 	return verify(s, 0, 0)
-}
-
-// envAllowed lists the variables kept when an elevated memwho keeps
-// capabilities: presentation only. Everything else may name a file that
-// a library opens on its own (PGPASSFILE, SSL_CERT_FILE, ZONEINFO, ...),
-// which with CAP_DAC_READ_SEARCH could be a file the user cannot read.
-var envAllowed = []string{
-	"COLORTERM", "NO_COLOR", "COLUMNS", "LINES",
-	"LANG", "LANGUAGE", "HOME", "USER", "LOGNAME", "PATH",
-	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
-}
-
-// SanitizeEnv removes every environment variable except the allowlist
-// above, LC_* (Go ignores the locale; kept for completeness), MEMWHO_*,
-// TERM when it is a terminal name and TZ when it names a zone rather than
-// a file. It is called by Setup when
-// an elevated process keeps capabilities. The Go runtime's own knobs
-// (GODEBUG, GOGC, GOMAXPROCS, GOMEMLIMIT, GOTRACEBACK) were read before
-// main ran; see docs/safe.md for what they can and cannot do.
-func SanitizeEnv() {
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if envKept(k, v) {
-			continue
-		}
-		os.Unsetenv(k)
-	}
-}
-
-func envKept(k, v string) bool {
-	switch {
-	case slices.Contains(envAllowed, k):
-		return true
-	case strings.HasPrefix(k, "LC_"):
-		return true
-	case strings.HasPrefix(k, "MEMWHO_"):
-		// memwho's own settings (MEMWHO_DB, ...) are like its flags:
-		// the code that reads them opens paths as the user.
-		return true
-	case k == "TERM":
-		// Terminal libraries look TERM up as a file name under the
-		// terminfo directories: a name, never a path.
-		return termName(v)
-	case k == "TZ":
-		// A zone name ("UTC", "Europe/Paris", ":Asia/Tokyo"), not a
-		// file: no absolute path, no way out of the zoneinfo directory.
-		v = strings.TrimPrefix(v, ":")
-		return !strings.HasPrefix(v, "/") && !strings.Contains(v, "..")
-	}
-	return false
-}
-
-// termName reports whether v looks like a terminal type ("xterm-256color",
-// "screen.xterm", "rxvt-unicode+x"), not a path.
-func termName(v string) bool {
-	if v == "" || v[0] == '.' || v[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '+') {
-			return false
-		}
-	}
-	return !strings.Contains(v, "..")
 }
 
 // atSecure is the auxiliary vector key of the kernel's secure-exec flag

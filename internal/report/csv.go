@@ -32,14 +32,15 @@ const CSVConnsColumn = "tcp_established"
 // encoding/csv writes it (LF line ends, fields quoted when needed).
 // Sizes are integer bytes; accuracy and swap_source are as in JSON.
 //
-// The key is written in its Sanitize form, not raw: that keeps every
-// record on one line and the file safe to print, survives encoding/csv's
-// CR LF folding inside quoted fields, and stays exact (undo the escapes
-// listed at Sanitize). Plain names are unchanged.
-//
-// Keys starting with = + - or @ are left as they are: the file is data,
-// not a spreadsheet, and rewriting them would change names such as
-// "-bash". Import it into a spreadsheet with the key column as text.
+// The key is written as export writes its text cells (AppendCell): in
+// its Sanitize form, not raw, which keeps every record on one line and
+// the file safe to print, survives encoding/csv's CR LF folding inside
+// quoted fields, and stays exact (undo the escapes listed at Sanitize);
+// and prefixed with ' when it starts with = + - @ or ', so that a
+// spreadsheet opening the file takes "=HYPERLINK(...)", a name any user
+// can give a process, for text rather than a formula ("-bash" is
+// written '-bash; drop the first ' of such a key to get the name back).
+// Plain names are unchanged.
 //
 // CSV has no room for the system footer or the skipped counts; of opt it
 // uses only Conns.
@@ -55,7 +56,7 @@ func CSV(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.Sn
 	rec := make([]string, len(header))
 	var key []byte
 	for i := range groups {
-		key = Sanitize(key[:0], groups[i].Key)
+		key = AppendCell(key[:0], groups[i].Key)
 		if err := cw.Write(csvRecord(rec, "group", string(key), &groups[i], opt.Conns)); err != nil {
 			return err
 		}

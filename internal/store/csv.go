@@ -243,7 +243,7 @@ func AppendSafeField(dst []byte, s string) []byte {
 	if quote {
 		dst = append(dst, '"')
 	}
-	if isFormulaStart(s[0]) {
+	if report.FormulaStart(s[0]) {
 		dst = append(dst, '\'')
 	}
 	if !quote {
@@ -282,9 +282,3 @@ func NeedsQuotes(s string) bool {
 }
 
 var quoteBytes = [256]bool{',': true, '"': true, '\r': true, '\n': true}
-
-// isFormulaStart reports whether a cell starting with c needs the '
-// prefix.
-func isFormulaStart(c byte) bool {
-	return c == '=' || c == '+' || c == '-' || c == '@' || c == '\''
-}

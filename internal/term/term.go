@@ -105,10 +105,24 @@ func Open(in, out *os.File) (_ *Terminal, err error) {
 		return nil, err
 	}
 	t.raw, t.entered = true, true
+	current.Store(t)
 	if _, err := io.WriteString(t.out, enter); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// current is the terminal Open took and Restore has not given back.
+var current atomic.Pointer[Terminal]
+
+// RestoreModes gives the terminal taken by Open its input's settings
+// back, and writes nothing: for a process about to be ended while a
+// write to that terminal blocks (cli.StopWithin). The screen stays as
+// the view left it; the shell's line editing works again.
+func RestoreModes() {
+	if t := current.Load(); t != nil && t.raw {
+		unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
+	}
 }
 
 // makeRaw is cfmakeraw(3): bytes in and out as they are, no echo, no
@@ -216,6 +230,7 @@ func (t *Terminal) Restore() error {
 		if t.raw {
 			serr = unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, &t.saved)
 		}
+		current.CompareAndSwap(t, nil)
 		t.err = errors.Join(werr, serr)
 		if t.ownIn {
 			t.in.Close()

@@ -98,12 +98,18 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 		}
 		start = time.Now()
 		if err := s.Scan(&snap); err != nil {
+			if ctx.Err() != nil || closed(opt.Hangup) {
+				// The scan was given up on: the watch was stopped.
+				return nil
+			}
 			return fmt.Errorf("scan: %w", err)
 		}
 		t.AddSampled(&snap, readTimes(s, &snap))
 		var shown []sample.Group
 		buf, shown = plainSnapshot(buf[:0], t, &snap, opt, i > 0)
-		if _, err := w.Write(buf); err != nil {
+		if stopped, err := writeOut(ctx, opt.Hangup, w, buf); stopped {
+			return nil
+		} else if err != nil {
 			if writeHungUp(opt.Hangup, err) {
 				return nil
 			}
@@ -119,6 +125,39 @@ func RunPlain(ctx context.Context, w io.Writer, s Sampler, opt Options, warn fun
 	}
 	return nil
 }
+
+// writeOut writes b to w. When ctx ends or the terminal hangs up
+// before the write is done, it waits stuckWrite more for it and then
+// gives up on it (stopped): a pipe nobody reads kept watch --plain in
+// its write after SIGTERM, until SIGKILL (issue 27, finding 3), while a
+// write to a file still ends the snapshot under way. A write given up on
+// goes on in its goroutine until the process ends; b must not be used
+// again then.
+func writeOut(ctx context.Context, hangup <-chan struct{}, w io.Writer, b []byte) (stopped bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Write(b)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+	case <-hangup:
+	}
+	t := time.NewTimer(stuckWrite)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return false, err
+	case <-t.C:
+		return true, nil
+	}
+}
+
+// stuckWrite is how long a write under way at SIGTERM, SIGINT or a
+// hang-up may still take: within cli.StopWithin.
+const stuckWrite = 200 * time.Millisecond
 
 // plainSnapshot renders one snapshot of RunPlain into buf.
 func plainSnapshot(buf []byte, t *Tracker, snap *sample.Snapshot, opt Options, sep bool) ([]byte, []sample.Group) {

@@ -32,6 +32,11 @@ func RunTUI(ctx context.Context, s Sampler, opt Options) error {
 	return run(ctx, t, m)
 }
 
+// AbandonTerminal gives the live view's terminal its input settings
+// back without writing to it: for a watch about to be ended while a
+// frame's write blocks (cli.InterruptibleView's cleanup).
+func AbandonTerminal() { term.RestoreModes() }
+
 // screenIO is what the loop needs of the terminal (a *term.Terminal).
 type screenIO interface {
 	Size() (width, height int, err error)
@@ -45,8 +50,10 @@ type screenIO interface {
 }
 
 // stuckAfter is how long a frame's write may still take when the view
-// ends before the terminal is taken for one that accepts no output.
-const stuckAfter = time.Second
+// ends before the terminal is taken for one that accepts no output: well
+// within cli.StopWithin, after which the process is ended whatever it
+// waits for.
+const stuckAfter = 300 * time.Millisecond
 
 // run is the event loop: key presses, pastes, resizes, finished scans
 // and ticks all arrive in one select, go through Update, and after each

@@ -18,3 +18,6 @@ const TUI = false
 func RunTUI(ctx context.Context, s Sampler, opt Options) error {
 	return errors.New("the live view is not in this build (built with -tags notui)")
 }
+
+// AbandonTerminal does nothing: no terminal is taken in notui builds.
+func AbandonTerminal() {}
