@@ -117,6 +117,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--top"}, Arg: "N", Help: "list at most N (default 20; 0 for all)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, bytes per hour, seconds)"},
 		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: each series' history charted with its fitted line and its projected time to exhaustion"},
+		{Names: []string{"--quiet"}, Arg: "", Help: "no progress line on a terminal (read samples, rate, time left; never shown when stderr is not a terminal)"},
 	}},
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database: a SQLite file or postgres://... (default: the one 'memwho record' writes, see below)"},

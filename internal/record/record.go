@@ -239,8 +239,13 @@ func (r *Recorder) Sample(ctx context.Context) (stored bool, err error) {
 		}
 		return true, nil
 	}
-	if cfg.Keep > 0 || (cfg.MaxSize > 0 && !r.shared) {
+	// A shared history is told every host's --keep, 0 included: it
+	// drops a day of the whole fleet only when no host keeps it.
+	if cfg.Keep > 0 || (cfg.MaxSize > 0 && !r.shared) || r.shared {
 		ret := store.Retention{Host: cfg.Host}
+		if r.shared {
+			ret.Keep, ret.Now = cfg.Keep, s.Time
+		}
 		if cfg.Keep > 0 {
 			ret.Before = s.Time.Add(-cfg.Keep)
 		}

@@ -93,8 +93,13 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// SchemaVersion is the schema version this build writes and reads.
+// SchemaVersion is the schema version this build writes and reads in
+// SQLite (see LatestVersion).
 const SchemaVersion = 2
+
+// PostgresSchemaVersion is the schema version this build writes and
+// reads in PostgreSQL: version 3 (see "PostgreSQL, version 3" above).
+const PostgresSchemaVersion = 3
 
 // ErrSchemaTooNew is returned by Open when the database was written by a
 // newer memwho whose schema this build does not know.
@@ -210,6 +215,13 @@ type Query struct {
 	// NoRows skips table usage: Samples then delivers samples with empty
 	// Rows and ExportCSV refuses TableUsage.
 	NoRows bool
+	// Growth asks Samples for what ranking growth reads (package leaks),
+	// as fast as the store can give it: rows may come without Private,
+	// Shared and Estimated (zero), and samples in time order per host
+	// only, hosts interleaved in any way (PostgreSQL reads the hosts of
+	// a fleet over two connections at once). fn is still called by one
+	// goroutine at a time.
+	Growth bool
 }
 
 // Table names what ExportCSV writes.
@@ -254,6 +266,14 @@ type Retention struct {
 	// Host, when not empty, restricts deletion to this host's samples
 	// (a shared PostgreSQL database: each recorder prunes its own).
 	Host string
+	// Keep is the recorder's --keep (0: keep everything) and Now the time
+	// of the sample it just took. A shared PostgreSQL history keeps each
+	// host's Keep: it drops a whole day of every host once it is older
+	// than the longest Keep of any recording host, and deletes a host's
+	// own samples only when that host keeps less than the longest
+	// (docs/fleet.md, "Retention"). Without Now, Before alone decides.
+	Keep time.Duration
+	Now  time.Time
 }
 
 // Pruned reports what Prune did.
@@ -302,6 +322,14 @@ type Store interface {
 type Spooler interface {
 	// Spooled reports whether the last Write spooled its sample.
 	Spooled() bool
+}
+
+// Counter is implemented by a Store that can say how much a query
+// selects without reading it: what a progress line counts towards.
+type Counter interface {
+	// Count returns the number of samples q selects and of their usage
+	// rows.
+	Count(ctx context.Context, q Query) (samples, rows int64, err error)
 }
 
 // Filer is implemented by a Store kept in one file (SQLite).
