@@ -132,6 +132,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--identity"}, Arg: "FILE", Help: "private key for --upload (default: ssh-agent through SSH_AUTH_SOCK)"},
 		{Names: []string{"--known-hosts"}, Arg: "FILE", Help: "known_hosts to check the server's host key against (default ~/.ssh/known_hosts); unknown hosts are refused"},
 		{Names: []string{"--retries"}, Arg: "N", Help: "start a dropped upload again up to N times (default 3)"},
+		{Names: []string{"--quiet"}, Arg: "", Help: "no progress line on a terminal (rows, rate, time left; never shown when stderr is not a terminal)"},
 	}},
 	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish", Flags: []completion.Flag{}},
 	{Name: "version", Summary: "print the version", Flags: []completion.Flag{}},
