@@ -269,6 +269,12 @@ type Options struct {
 	// default MaxHeld leaves them free, so that a full set of clients
 	// cannot starve the reads.
 	OtherFiles int
+	// PacedMin is the size, in bytes, of a process's page tables'
+	// reach (resident and swapped-out pages) from which it is read page
+	// by page rather than by smaps_rollup, so as not to stop it while
+	// the kernel walks them (paced.go). 0 means DefaultPacedMin; a
+	// negative value reads every process by smaps_rollup.
+	PacedMin int64
 	// Conns counts each process's ESTABLISHED TCP sockets into
 	// Process.Conns (see package sockdiag). It reads a process's
 	// /proc/PID/fd when it is new, when its sockets can have changed and
@@ -337,6 +343,8 @@ type Stats struct {
 	Unheld int
 	// WalkTime is the sum of the smaps_rollup read times of this tick.
 	WalkTime time.Duration
+	// Paced counts the processes read page by page this tick (paced.go).
+	Paced int
 	// ConnsErr is why TCP sockets could not be listed this tick
 	// (Options.Conns); Process.Conns is then not valid.
 	ConnsErr error
@@ -369,6 +377,12 @@ type Engine struct {
 	// noRollup is set once smaps_rollup turns out to be missing (kernels
 	// before 4.14), so later processes go straight to smaps.
 	noRollup atomic.Bool
+	// swapUsed is the host's swap in use at the start of the scan, in
+	// bytes: below Options.PacedMin no process can have that much
+	// swapped out (paced.go).
+	swapUsed uint64
+	// paced_ counts the processes read page by page in the scan.
+	paced_ atomic.Int64
 
 	tick      uint64
 	forceFull bool
@@ -457,6 +471,9 @@ type record struct {
 	// shows the old address space (see readOnce).
 	byPath uint64
 	risk   risk // how far a stale figure can move (bound.go)
+	// lastSwap is the swapped-out bytes of the last read, which statm
+	// does not show: part of the walk size paced decides on.
+	lastSwap uint64
 
 	// nameParent is the parent's Exe that p.Name was computed with.
 	nameParent string
@@ -496,6 +513,7 @@ type worker struct {
 	// walkTime sums this worker's smaps_rollup read times in a tick.
 	walkTime time.Duration
 	fdc      *sockdiag.FDCounter // with Options.Conns
+	pc       proc.Pacer          // paced reads (paced.go)
 }
 
 // New returns a sampler of the tree opt.FS.
@@ -624,6 +642,8 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 	full := e.forceFull
 	e.forceFull = false
 	e.stats = Stats{Tick: tick, Start: start}
+	e.swapUsed = e.hostSwapUsed()
+	e.paced_.Store(0)
 	snap.Time = start
 	snap.Procs = snap.Procs[:0]
 	snap.Gone, snap.Denied, snap.Kernel, snap.Broken, snap.Malformed = 0, 0, 0, 0, 0
@@ -695,6 +715,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		e.stats.WalkTime += w.walkTime
 		w.walkTime = 0
 	}
+	e.stats.Paced = int(e.paced_.Load())
 	for _, i := range e.work {
 		if rc := &e.recs[i]; rc.act == actNew && rc.walked {
 			e.stats.New++
@@ -720,7 +741,10 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 			}
 			continue
 		}
-		rc.p.Cause = cause
+		if cause != sample.CauseNone {
+			// Else the figures' own (ExactFigures, EstimateFigures).
+			rc.p.Cause = cause
+		}
 		e.name(rc, tick)
 		if rc.fd < 0 && !e.opt.OneShot {
 			e.stats.Unheld++

@@ -70,6 +70,7 @@ func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
 		e.stats.WalkTime += w.walkTime
 		w.walkTime = 0
 	}
+	e.stats.Paced = int(e.paced_.Load())
 
 	// Name every process before the compaction moves them: a parent is
 	// looked up by its slot.

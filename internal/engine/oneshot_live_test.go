@@ -242,7 +242,10 @@ func TestIntegrationSwap(t *testing.T) {
 }
 
 // TestIntegrationSwapCOW: 64 MiB shared copy-on-write and then swapped is
-// in both processes' VmSwap, but their Swap (SwapPss) adds up to it once.
+// in both processes' VmSwap, but their Swap (SwapPss) adds up to it once
+// when smaps_rollup reads them. Read page by page (64 MiB swapped is the
+// walk size from which they are, by default), each counts all of it,
+// marked as an estimate whose SwapBound reaches down to the truth.
 func TestIntegrationSwapCOW(t *testing.T) {
 	const size = 64 * miB
 	testload.EnsureSwap(t, 512*miB)
@@ -250,7 +253,7 @@ func TestIntegrationSwapCOW(t *testing.T) {
 	g := startLoad(t, 1, testload.Spec{COW: size, Cgroup: cg.Path})
 	pair := g.All()
 	cg.PushToSwap(t, size, pair...)
-	got := scanPIDs(t, engine.Options{}, pair...)
+	got := scanPIDs(t, engine.Options{PacedMin: -1}, pair...)
 	var sum int64
 	for _, pid := range pair {
 		p := got[pid]
@@ -262,6 +265,24 @@ func TestIntegrationSwapCOW(t *testing.T) {
 	}
 	if sum < size || !within(sum, size, 0.01, 0) {
 		t.Errorf("Swap of the pair = %s, want %s (+1%%), not twice that", kb(sum), kb(size))
+	}
+
+	paced := scanPIDs(t, engine.Options{}, pair...)
+	var lo, hi int64
+	for _, pid := range pair {
+		p := paced[pid]
+		t.Logf("paced pid %d: Swap %s (bound %s), RAM %s", pid, kb(int64(p.Swap)), kb(int64(p.SwapBound)), kb(int64(p.RAM)))
+		if p.Accuracy != sample.Estimate || p.Cause != sample.CausePaced {
+			t.Errorf("pid %d: read page by page: accuracy %v cause %v, want an estimate (paced)", pid, p.Accuracy, p.Cause)
+		}
+		if p.Private != got[pid].Private {
+			t.Errorf("pid %d: Private %s, smaps_rollup %s", pid, kb(int64(p.Private)), kb(int64(got[pid].Private)))
+		}
+		lo += int64(p.Swap - p.SwapBound)
+		hi += int64(p.Swap)
+	}
+	if lo > sum || hi < sum {
+		t.Errorf("paced Swap of the pair between %s and %s, smaps_rollup's %s outside", kb(lo), kb(hi), kb(sum))
 	}
 }
 

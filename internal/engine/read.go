@@ -85,6 +85,14 @@ func (e *Engine) readOnce(w *worker, rc *record, names, first bool) state {
 		// more walks per tick, measured.
 		e.dropRollup(rc)
 	}
+	// A process whose pagemap was refused last time would be refused
+	// again: it is read the anchored way below, as an estimate.
+	if paced, st := e.paced(w, rc); paced && rc.st != stDenied {
+		rc.byPath = e.tick
+		if st, ok := e.readPaced(w, rc, st, names, first); ok {
+			return st
+		}
+	}
 	if rc.rfd >= 0 {
 		if st, ok := e.readKept(w, rc, names); ok {
 			return st
@@ -378,6 +386,7 @@ func (e *Engine) exact(w *worker, rc *record, d time.Duration) {
 	w.walkTime += d
 	sample.ExactFigures(&rc.p, &w.ru)
 	rc.risk = riskOf(&w.ru)
+	rc.lastSwap = w.ru.Swap
 }
 
 // confirm returns st if rc's held statm descriptor, when there is one,

@@ -112,7 +112,7 @@ func sharedMMExec(t *testing.T, bin string, args []string, name string, late int
 	}
 	pid := cmd.Process.Pid
 	const k = 4
-	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: k, WalkBudget: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: k, WalkBudget: -1, PacedMin: -1})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestReview5KeptRollupPIDReuse(t *testing.T) {
 	t.Cleanup(func() { a.Process.Kill(); a.Wait() })
 	bufio.NewReader(out).ReadString('\n')
 	pid := a.Process.Pid
-	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: 4, WalkBudget: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: 4, WalkBudget: -1, PacedMin: -1})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ ctypes.CDLL(None).syscall(60, 0)`)
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	bufio.NewReader(out).ReadString('\n')
 	pid := c.Process.Pid
-	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: 4, WalkBudget: -1})
+	e := newEngine(t, Options{FS: fstest.Open(t, "/proc"), PIDs: []int{pid}, FullEvery: 4, WalkBudget: -1, PacedMin: -1})
 	var snap sample.Snapshot
 	if err := e.Scan(&snap); err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -101,6 +102,11 @@ type FS struct {
 	real bool
 	// resolve reports that the kernel has openat2 (Linux 5.6+).
 	resolve bool
+
+	// kpagecount and kpageflags, opened once by OpenKPages.
+	kpOnce           sync.Once
+	kpCount, kpFlags int
+	kpErr            error
 }
 
 // Open opens the procfs tree at root (normally DefaultRoot) with the
@@ -111,7 +117,7 @@ func Open(root string) (*FS, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	fs := &FS{root: root, fd: fd}
+	fs := &FS{root: root, fd: fd, kpCount: -1, kpFlags: -1}
 	var sfs unix.Statfs_t
 	var st unix.Stat_t
 	if unix.Fstatfs(fd, &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC &&
@@ -250,6 +256,12 @@ func (fs *FS) Close() error {
 	}
 	err := syscall.Close(fs.fd)
 	fs.fd = -1
+	for _, fd := range []*int{&fs.kpCount, &fs.kpFlags} {
+		if *fd >= 0 {
+			syscall.Close(*fd)
+			*fd = -1
+		}
+	}
 	return err
 }
 

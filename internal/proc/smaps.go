@@ -25,6 +25,19 @@ type Rollup struct {
 	HasPss bool
 	// HasSwapPss is true when a SwapPss line was present.
 	HasSwapPss bool
+
+	// Paced is true when the figures were read page by page from
+	// pagemap (Reader.Paced) rather than from smaps_rollup: the
+	// clean/dirty split is then unknown (all of it is in PrivateDirty
+	// and SharedDirty) and Locked is not counted.
+	Paced bool
+	// Bound is how much Pss may overstate the truth, in bytes: pages
+	// the kernel says are shared, without saying by how many processes,
+	// count half their size. 0 when every page's share is known.
+	Bound uint64
+	// SwapBound is how much SwapPss may overstate the truth, in bytes:
+	// a paced read counts every swapped-out page in full.
+	SwapBound uint64
 }
 
 // SmapsRollup reads /proc/PID/smaps_rollup of the open process into out.

@@ -13,7 +13,11 @@ type Statm struct {
 	Resident uint64 // field 2: resident set size
 	Shared   uint64 // field 3: resident file-backed and shmem pages
 	Text     uint64 // field 4: the executable's text, which only exec changes
-	OK       bool   // parsed
+	// Data is field 6: private writable memory and stack, the address
+	// space that can hold swapped-out anonymous pages; 0 when the line
+	// ends after field 4.
+	Data uint64
+	OK   bool // parsed
 }
 
 // Zero reports whether the process has no address space (kernel thread,
@@ -45,7 +49,28 @@ func ParseStatm(b []byte) Statm {
 	if i < len(b) && b[i] != ' ' && b[i] != '\n' {
 		return Statm{}
 	}
-	return Statm{Resident: f[1], Shared: f[2], Text: f[3], OK: true}
+	s := Statm{Resident: f[1], Shared: f[2], Text: f[3], OK: true}
+	// lib (always 0) and data: taken when both are whole numbers.
+	var g [2]uint64
+	for k := range g {
+		if i >= len(b) || b[i] != ' ' {
+			return s
+		}
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && n < 19 {
+			g[k] = g[k]*10 + uint64(b[i]-'0')
+			i++
+			n++
+		}
+		if n == 0 || i < len(b) && b[i] != ' ' && b[i] != '\n' {
+			return s
+		}
+	}
+	s.Data = g[1]
+	return s
 }
 
 // Statm reads statm of the process (or thread) Select or SelectTask

@@ -13,7 +13,8 @@ func TestParseStatm(t *testing.T) {
 		in   string
 		want Statm
 	}{
-		{"765 441 413 5 0 123 0\n", Statm{Resident: 441, Shared: 413, Text: 5, OK: true}},
+		{"765 441 413 5 0 123 0\n", Statm{Resident: 441, Shared: 413, Text: 5, Data: 123, OK: true}},
+		{"765 441 413 5 0 12x 0\n", Statm{Resident: 441, Shared: 413, Text: 5, OK: true}},
 		{"0 0 0 0 0 0 0\n", Statm{OK: true}},
 		{"1 2 3 4", Statm{Resident: 2, Shared: 3, Text: 4, OK: true}},
 		{"  1  2 3 4\n", Statm{Resident: 2, Shared: 3, Text: 4, OK: true}},
@@ -41,7 +42,8 @@ func TestParseStatmNoAllocs(t *testing.T) {
 }
 
 // refStatm reads statm the slow way: the line's first four
-// space-separated fields, each a decimal of at most 19 digits (the
+// space-separated fields (and the sixth, data, when the fifth and sixth
+// are numbers), each a decimal of at most 19 digits (the
 // parser's cap, which keeps it clear of overflow).
 func refStatm(s string) Statm {
 	line, _, _ := strings.Cut(s, "\n")
@@ -57,7 +59,15 @@ func refStatm(s string) Statm {
 		}
 		v[i] = n
 	}
-	return Statm{Resident: v[1], Shared: v[2], Text: v[3], OK: true}
+	st := Statm{Resident: v[1], Shared: v[2], Text: v[3], OK: true}
+	if len(f) >= 6 {
+		_, e1 := strconv.ParseUint(f[4], 10, 64)
+		d, e2 := strconv.ParseUint(f[5], 10, 64)
+		if e1 == nil && e2 == nil && len(f[4]) <= 19 && len(f[5]) <= 19 && !strings.HasPrefix(f[4], "+") && !strings.HasPrefix(f[5], "+") {
+			st.Data = d
+		}
+	}
+	return st
 }
 
 func FuzzParseStatm(f *testing.F) {

@@ -12,7 +12,7 @@ import "github.com/memwho/memwho/internal/proc"
 // their users and are left out (the --system footer shows the host's huge
 // page pools).
 func ExactFigures(p *Process, ru *proc.Rollup) {
-	p.Accuracy = Exact
+	p.Accuracy, p.Cause = Exact, CauseNone
 	p.RAM = ru.Pss + ru.PrivateHugetlb
 	p.Private = ru.PrivateClean + ru.PrivateDirty + ru.PrivateHugetlb
 	// Private pages are counted in full in Pss, so Private <= RAM; the
@@ -29,13 +29,22 @@ func ExactFigures(p *Process, ru *proc.Rollup) {
 		p.Swap = ru.Swap
 		p.SwapPssMissing = true
 	}
+	p.Bound, p.SwapBound = 0, 0
+	if ru.Bound > 0 || ru.SwapBound > 0 {
+		// Read page by page without every page's share: the figures
+		// are an upper estimate, by at most the bounds.
+		p.Accuracy, p.Cause = Estimate, CausePaced
+		p.Bound, p.SwapBound = min(ru.Bound, p.Shared), ru.SwapBound
+	}
 }
 
 // EstimateFigures fills p's figures from status, as a report does when
 // the page-table walk is refused or --fast is given. RSS counts every
 // shared page in full, so sums over processes overstate Shared and RAM.
 func EstimateFigures(p *Process, ss *proc.Status) {
-	p.Accuracy = Estimate
+	// The cause (a refused or malformed walk) is the sampler's to set.
+	p.Accuracy, p.Cause = Estimate, CauseNone
+	p.Bound, p.SwapBound = 0, 0
 	p.RAM = ss.VmRSS
 	p.Private = ss.RssAnon
 	p.Shared = ss.RssFile + ss.RssShmem

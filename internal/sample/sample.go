@@ -43,6 +43,11 @@ const (
 	// CauseMalformed: smaps_rollup could not be parsed (cut short,
 	// missing a counter, too large).
 	CauseMalformed
+	// CausePaced: the process was read page by page (pagemap) so as not
+	// to stop it, and the kernel did not say how many processes share
+	// some of its pages: RAM may be up to Bound too high, Swap up to
+	// SwapBound. Private is exact.
+	CausePaced
 )
 
 // Process is one process's memory at the moment it was read.
@@ -109,6 +114,12 @@ type Process struct {
 	Accuracy Accuracy
 	// Cause says why an estimate is one; CauseNone for exact figures.
 	Cause Cause
+	// Bound is how much RAM (and so Shared) may overstate the truth, in
+	// bytes, for a process read page by page (CausePaced); 0 otherwise.
+	Bound uint64
+	// SwapBound is how much Swap may overstate the truth, in bytes, for
+	// a process read page by page (CausePaced); 0 otherwise.
+	SwapBound uint64
 	// Conns is the number of ESTABLISHED TCP sockets (IPv4 and IPv6) the
 	// process holds; valid only when Snapshot.ConnsOK.
 	Conns uint32

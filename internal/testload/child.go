@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,7 @@ func init() {
 // childSpec is what a child decodes from its environment.
 type childSpec struct {
 	private, file, memfd, cow, shmem int64
+	thp, hugetlb, zero, filePrivate  int64
 	exit, leaderExit                 bool
 }
 
@@ -48,6 +50,14 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.cow = n
 		case "shmem":
 			c.shmem = n
+		case "thp":
+			c.thp = n
+		case "hugetlb":
+			c.hugetlb = n
+		case "zero":
+			c.zero = n
+		case "fileprivate":
+			c.filePrivate = n
 		case "exit":
 			c.exit = n != 0
 		case "leaderexit":
@@ -107,6 +117,26 @@ func runChild(enc, cgroup string) int {
 	}
 	if c.shmem > 0 {
 		if err := dirtyShmem(c.shmem); err != nil {
+			return fail(err)
+		}
+	}
+	if c.thp > 0 {
+		if err := dirtyTHP(c.thp); err != nil {
+			return fail(err)
+		}
+	}
+	if c.hugetlb > 0 {
+		if err := dirtyHugetlb(c.hugetlb); err != nil {
+			return fail(err)
+		}
+	}
+	if c.zero > 0 {
+		if err := readZero(c.zero); err != nil {
+			return fail(err)
+		}
+	}
+	if c.filePrivate > 0 {
+		if err := privateFile(os.Getenv(childEnv+"_DIR"), c.filePrivate); err != nil {
 			return fail(err)
 		}
 	}
@@ -222,5 +252,88 @@ func readShared(fd int, size int64) error {
 	}
 	// KeepAlive keeps the page reads from being optimised away.
 	runtime.KeepAlive(s)
+	return nil
+}
+
+// hugeSize is the size of a transparent or hugetlb huge page on x86-64.
+const hugeSize = 2 << 20
+
+// dirtyTHP maps size bytes (rounded up to 2 MiB) of anonymous memory at a
+// 2 MiB boundary, asks for transparent huge pages and writes every page.
+// The child turned THP off for itself at start; it turns it on again.
+func dirtyTHP(size int64) error {
+	unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
+	n := int((size + hugeSize - 1) / hugeSize * hugeSize)
+	b, err := unix.Mmap(-1, 0, n+hugeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("mmap thp %d: %w", size, err)
+	}
+	off := 0
+	if a := int(uintptr(unsafe.Pointer(&b[0])) % hugeSize); a != 0 {
+		off = hugeSize - a
+	}
+	b = b[off : off+n]
+	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
+		return fmt.Errorf("madvise hugepage: %w", err)
+	}
+	for i := 0; i < len(b); i += int(pageSize) {
+		b[i] = pattern
+	}
+	return nil
+}
+
+// dirtyHugetlb maps size bytes (rounded up to 2 MiB) from the hugetlb pool
+// and writes every huge page.
+func dirtyHugetlb(size int64) error {
+	n := int((size + hugeSize - 1) / hugeSize * hugeSize)
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB)
+	if err != nil {
+		return fmt.Errorf("mmap hugetlb %d: %w", size, err)
+	}
+	for i := 0; i < len(b); i += hugeSize {
+		b[i] = pattern
+	}
+	return nil
+}
+
+// readZero maps size bytes of anonymous memory and reads every page,
+// which maps the zero page there.
+func readZero(size int64) error {
+	b, err := unix.Mmap(-1, 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("mmap zero %d: %w", size, err)
+	}
+	var s byte
+	for i := 0; i < len(b); i += int(pageSize) {
+		s += b[i]
+	}
+	runtime.KeepAlive(s)
+	return nil
+}
+
+// privateFile creates a file of size bytes in dir (unlinked at once),
+// maps it MAP_PRIVATE, reads every page and writes every other one.
+func privateFile(dir string, size int64) error {
+	f, err := os.CreateTemp(dir, "memwho-testload-private-")
+	if err != nil {
+		return err
+	}
+	os.Remove(f.Name())
+	defer f.Close()
+	if err := fill(f, size); err != nil {
+		return err
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(roundPage(size)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		return fmt.Errorf("mmap private file %d: %w", size, err)
+	}
+	var s byte
+	for i := 0; i < len(b); i += int(pageSize) {
+		s += b[i]
+	}
+	runtime.KeepAlive(s)
+	for i := 0; i < len(b); i += 2 * int(pageSize) {
+		b[i] = pattern + 1
+	}
 	return nil
 }

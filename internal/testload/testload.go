@@ -19,7 +19,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +60,28 @@ type Spec struct {
 	Cgroup string
 	// Dir is where the FileShared file is created; "" means os.TempDir().
 	Dir string
+	// THP is anonymous private memory the child asks to be backed by
+	// transparent huge pages (MADV_HUGEPAGE, 2 MiB aligned) and writes:
+	// whether it gets them depends on the host
+	// (/sys/kernel/mm/transparent_hugepage) and on free memory.
+	THP int64
+	// Hugetlb is anonymous private memory from the huge page pool
+	// (MAP_HUGETLB, 2 MiB pages), written; the pool must hold it
+	// (vm.nr_hugepages) or the child fails to start.
+	Hugetlb int64
+	// ZeroRead is anonymous private memory the child only reads: every
+	// page maps the shared zero page, which smaps counts nowhere.
+	ZeroRead int64
+	// FilePrivate is the size of a file each child creates (in Dir,
+	// unlinked at once), maps MAP_PRIVATE and reads, then writes every
+	// other page: half page cache, half its own anonymous copies.
+	FilePrivate int64
+	// OwnText runs the children from a copy of the executable, so that
+	// the pages of program text they map are not this process's too:
+	// code this process runs for the first time (its garbage collector,
+	// say) would otherwise map more of them and move the children's
+	// Pss_File while they are measured.
+	OwnText bool
 	// LeaderExit makes each child's main thread exit once the memory is
 	// touched, while another thread runs on and keeps the address space:
 	// the thread-group leader is then a zombie with Threads above 1, and
@@ -101,7 +125,8 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	if n < 1 {
 		return nil, errors.New("testload: need at least one child")
 	}
-	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 {
+	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 ||
+		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -155,6 +180,13 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("testload: %w", err)
+	}
+	if spec.OwnText {
+		var remove func()
+		if exe, remove, err = ownCopy(exe); err != nil {
+			return nil, err
+		}
+		defer remove()
 	}
 	env := childEnviron(spec, false)
 	for i := 0; i < n; i++ {
@@ -313,6 +345,14 @@ func (g *Group) Stop() error {
 func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "private=%d,file=%d,memfd=%d,cow=%d,shmem=%d", spec.Private, spec.FileShared, spec.MemfdShared, spec.COW, spec.Shmem)
+	for _, f := range []struct {
+		k string
+		v int64
+	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}} {
+		if f.v > 0 {
+			fmt.Fprintf(&b, ",%s=%d", f.k, f.v)
+		}
+	}
 	if exitAfterTouch {
 		b.WriteString(",exit=1")
 	}
@@ -322,6 +362,13 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	env := []string{childEnv + "=" + b.String(), "GOMAXPROCS=1", "GOGC=off"}
 	if spec.Cgroup != "" {
 		env = append(env, childEnv+"_CGROUP="+spec.Cgroup)
+	}
+	if spec.FilePrivate > 0 {
+		dir := spec.Dir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		env = append(env, childEnv+"_DIR="+dir)
 	}
 	return env
 }
@@ -380,4 +427,34 @@ var pageSize = int64(os.Getpagesize())
 
 func roundPage(n int64) int64 {
 	return (n + pageSize - 1) / pageSize * pageSize
+}
+
+// ownCopy copies the executable exe into a new temporary directory and
+// returns the copy's path and a function that removes the directory
+// (running children keep their mapping of the copy).
+func ownCopy(exe string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "memwho-testload-exe-")
+	if err != nil {
+		return "", nil, fmt.Errorf("testload: %w", err)
+	}
+	remove := func() { os.RemoveAll(dir) }
+	src, err := os.Open(exe)
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("testload: %w", err)
+	}
+	defer src.Close()
+	dst := filepath.Join(dir, "child")
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err == nil {
+		_, err = io.Copy(f, src)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("testload: copy %s: %w", exe, err)
+	}
+	return dst, remove, nil
 }
