@@ -207,14 +207,15 @@ func runLeaks(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, l := range f.Leaks() {
-		fmt.Fprintf(stdout, "%s\t%s\t%.0f MiB/h\n", l.Host, l.Program, l.Rate/mib)
+		fmt.Fprintf(stdout, "%s\t%d\t%s\t%.0f MiB/h\n", l.Host, l.PID, l.Program, l.Rate/mib)
 	}
 	return nil
 }
 
-// Leak is a planted leak.
+// Leak is a planted leak: the process that leaks at the start.
 type Leak struct {
 	Host, Program string
+	PID           int
 	Rate          float64 // bytes per hour
 }
 
@@ -222,8 +223,8 @@ type Leak struct {
 func (f *Fleet) Leaks() []Leak {
 	var out []Leak
 	for i := range f.Hosts {
-		if h := f.NewHost(i); h.Leak > 0 {
-			out = append(out, Leak{h.Name, h.LeakName, h.Leak})
+		if h := f.NewHost(i); h.Leak > 0 && h.leaker != nil {
+			out = append(out, Leak{h.Name, h.LeakName, h.leaker.pid, h.Leak})
 		}
 	}
 	sortLeaks(out)
