@@ -120,6 +120,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "fleetsim: %v of simulated time in %v of wall time (%.1fx real time); real time needs %.0f rows/s\n",
 		simulated, wall.Round(time.Millisecond), simulated.Seconds()/wall.Seconds(), float64(rows)/simulated.Seconds())
 	fmt.Fprintf(stdout, "fleetsim: fleetsim's own CPU %.1f s (%.2f cores)\n", self1-self0, (self1-self0)/wall.Seconds())
+	if p := &r.prunes; p.n > 0 {
+		fmt.Fprintf(stdout, "fleetsim: retention: %d prunes, %v in all, %v each on average, the longest %v (at %s); %d samples deleted\n",
+			p.n, p.total.Round(time.Millisecond), (p.total / time.Duration(p.n)).Round(time.Microsecond), p.max.Round(time.Microsecond),
+			p.maxAt.UTC().Format(time.RFC3339), p.deleted)
+	}
 	if rf.cpuUser != "" {
 		if cpuErr != nil {
 			return cpuErr
@@ -147,6 +152,38 @@ type recorders struct {
 	samples atomic.Int64
 	rows    atomic.Int64
 	procs   atomic.Int64
+	prunes  pruneStats
+}
+
+// pruneStats is what retention cost: record prunes after every sample.
+type pruneStats struct {
+	mu      sync.Mutex
+	n       int
+	total   time.Duration
+	max     time.Duration
+	maxAt   time.Time
+	deleted int64
+}
+
+// timedStore times its store's Prune.
+type timedStore struct {
+	store.Store
+	st *pruneStats
+}
+
+func (t timedStore) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
+	start := time.Now()
+	p, err := t.Store.Prune(ctx, r)
+	d := time.Since(start)
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	t.st.n++
+	t.st.total += d
+	t.st.deleted += p.Samples
+	if d > t.st.max {
+		t.st.max, t.st.maxAt = d, r.Now
+	}
+	return p, err
 }
 
 // warnings collects a host's warnings; the first of each is printed.
@@ -221,9 +258,13 @@ func (r *recorders) openHost(ctx context.Context, i int, mu *sync.Mutex, seen ma
 		cfg.Count = int(r.rf.duration / r.rf.interval)
 	}
 	warn := record.NewWarner(&warnings{host: h.Name, stderr: r.stderr, mu: mu, seen: seen})
-	st, err := record.Open(ctx, cfg, warn)
+	opened, err := record.Open(ctx, cfg, warn)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	st := store.Store(timedStore{opened, &r.prunes})
+	if _, ok := opened.(store.Spooler); ok {
+		st = spoolingStore{timedStore{opened, &r.prunes}, opened.(store.Spooler)}
 	}
 	r.stores[i], r.cfgs[i], r.warns[i] = st, cfg, warn
 	if r.rf.realtime {
@@ -336,6 +377,12 @@ func (r *recorders) runRealtime(ctx context.Context, steps int) error {
 		}
 	}
 	return nil
+}
+
+// spoolingStore keeps the Spooler of a timed store visible to record.
+type spoolingStore struct {
+	timedStore
+	store.Spooler
 }
 
 // countingScanner counts what record.Run samples: one scan is one

@@ -60,6 +60,8 @@ type DB struct {
 	announced     time.Time      // when retention last recorded this host's keep
 	dropped       time.Time      // when retention last looked for days to drop
 	announcedKeep int64          // the keep it recorded, in milliseconds
+	longest       time.Duration  // the longest keep of the fleet, as read at longestAt
+	longestAt     time.Time
 }
 
 var _ store.Spooler = (*DB)(nil)

@@ -60,10 +60,16 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 	}
 	var longest time.Duration = -1 // unknown: Before alone decides
 	if !r.Now.IsZero() {
-		var err error
-		if longest, err = d.longestKeep(ctx, r.Now); err != nil {
-			return p, fmt.Errorf("prune: %w", err)
+		// Read again every dropEvery: retention then costs no query at
+		// most samples.
+		if d.longestAt.IsZero() || r.Now.Sub(d.longestAt) >= dropEvery || r.Now.Before(d.longestAt) {
+			l, err := d.longestKeep(ctx, r.Now)
+			if err != nil {
+				return p, fmt.Errorf("prune: %w", err)
+			}
+			d.longest, d.longestAt = l, r.Now
 		}
+		longest = d.longest
 	}
 	if longest < 0 || longest == 0 || r.Keep < longest || r.Host == "" {
 		tag, err := d.pool.Exec(ctx, `DELETE FROM samples WHERE ($1 = '' OR host = $1) AND ts < $2`, r.Host, store.Millis(r.Before))
