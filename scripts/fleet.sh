@@ -110,7 +110,7 @@ history() {
 
 	say "leaks --all-hosts --window 1h"
 	local until="2026-12-01T01:00:00Z"
-	timed leaks "$agent" leaks --db "$url" --all-hosts --window 1h --until "$until" --top 10 --kind process,program >"$work/leaks.txt"
+	timed leaks sh -c "'$agent' leaks --db '$url' --all-hosts --window 1h --until '$until' --top 10 --kind process,program > '$work/leaks.txt'"
 	head -16 "$work/leaks.txt"
 	echo "planted (fleetsim leaks), fastest first:"
 	"$sim" leaks --hosts "$HOSTS" --procs "$PROCS" --start 2026-12-01T00:00:00Z | head -5

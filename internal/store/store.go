@@ -66,6 +66,24 @@
 //
 // Indexes: samples(ts, host) and samples(host, ts).
 //
+// # PostgreSQL, version 3
+//
+// A shared PostgreSQL history (many hosts, one database) is at version 3
+// (PostgresSchemaVersion; SQLite stays at version 2). Version 3 keeps
+// table samples' columns and holds each sample's usage rows in it, as
+// arrays in seq order, one element per row: nrows (integer), kind
+// (smallint[]: the Kind), key (text[]), pid, count and estimated
+// (integer[]), start_time, pss, private, shared, swap, mem_limit and
+// mem_limit_free (bigint[]); there is no table usage. Table samples is
+// partitioned by range of ts, one partition per UTC day
+// (samples_pYYYYMMDD), made by the writers a day ahead. Indexes:
+// (ts, host COLLATE "C", id), the export order, and (host, ts). Table
+// retention (host, keep_ms, seen_ms) holds each recorder's --keep: a day
+// is dropped once no host that records keeps it (store/postgres,
+// retention.go). Opening a version 2 database as a writer migrates it
+// in one transaction: every day gets its partition, every sample its
+// arrays. Why: docs/fleet.md.
+//
 // # CSV
 //
 // [Store.ExportCSV] writes a header line and then one line per row, in

@@ -294,11 +294,12 @@ func (p *simProc) figures(t time.Time, rng *rand.Rand, fresh bool) {
 		size *= 1 + rng.NormFloat64()*0.01
 	}
 	size = max(size, 64<<10)
-	// Figures are counted in kB by the kernel.
-	ram := uint64(size) &^ 1023
-	p.priv = uint64(float64(ram)*p.private) &^ 1023
-	p.swapped = uint64(float64(p.priv)*p.swap) &^ 1023
-	p.ram = ram
+	// The part of the private memory swapped out is not resident: the
+	// footprint (PSS + swap) is the size. Figures are counted in kB by
+	// the kernel.
+	p.swapped = uint64(size*p.private*p.swap) &^ 1023
+	p.ram = uint64(size)&^1023 - p.swapped
+	p.priv = min(uint64(size*p.private*(1-p.swap))&^1023, p.ram)
 }
 
 // advance moves the host's processes to t: exits and their

@@ -96,7 +96,7 @@ func TestHosts(t *testing.T) {
 			p, ok := findPID(&s2, l.pid)
 			q, ok0 := findPID(&s0, l.pid)
 			if ok && ok0 {
-				grew := float64(p.RAM) - float64(q.RAM)
+				grew := float64(p.RAM+p.Swap) - float64(q.RAM+q.Swap)
 				// Busy noise of 1% of the size either way.
 				if math.Abs(grew-h.Leak) > 0.05*h.Leak+0.03*float64(p.RAM) {
 					t.Errorf("host %d: the leak grew %.0f MiB in an hour, planted %.0f MiB/h", i, grew/mib, h.Leak/mib)
