@@ -113,7 +113,8 @@ history() {
 	timed leaks sh -c "'$agent' leaks --db '$url' --all-hosts --window 1h --until '$until' --top 10 --kind process,program > '$work/leaks.txt'"
 	head -16 "$work/leaks.txt"
 	echo "planted (fleetsim leaks), fastest first:"
-	"$sim" leaks --hosts "$HOSTS" --procs "$PROCS" --start 2026-12-01T00:00:00Z | head -5
+	"$sim" leaks --hosts "$HOSTS" --procs "$PROCS" --start 2026-12-01T00:00:00Z >"$work/planted.txt"
+	head -5 "$work/planted.txt"
 
 	say "export --since 1h: $rows rows to SFTP, next to psql \\copy | gzip"
 	mkdir -p "$work/ssh/upload" && chmod 700 "$work/ssh"
