@@ -172,8 +172,9 @@ realtime() {
 	local sim_pid=$!
 	sleep $((minutes * 30))
 	# Halfway: what 1,000 recorders' connections cost the server.
-	ps -o rss=,pss= -u postgres 2>/dev/null | awk '{r += $1} END {printf "halfway: %d PostgreSQL processes, RSS summed %.0f MiB\n", NR, r/1024}'
-	awk '/^Pss:/ {s += $2} END {printf "halfway: PostgreSQL PSS summed %.0f MiB (shared memory counted once)\n", s/1024}' $(for p in $(pgrep -u postgres); do echo /proc/$p/smaps_rollup; done) 2>/dev/null
+	ps -o rss= -u postgres | awk '{r += $1} END {printf "halfway: %d PostgreSQL processes, RSS summed %.0f MiB\n", NR, r/1024}' || true
+	cat $(for p in $(pgrep -u postgres); do echo "/proc/$p/smaps_rollup"; done) 2>/dev/null |
+		awk '/^Pss:/ {s += $2} END {printf "halfway: PostgreSQL PSS summed %.0f MiB (shared memory counted once)\n", s/1024}' || true
 	wait "$sim_pid"
 }
 
