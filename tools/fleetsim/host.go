@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -431,12 +430,3 @@ func (sc *Scanner) Details() []engine.Detail {
 
 // Close does nothing: a simulated host holds no descriptors.
 func (sc *Scanner) Close() error { return nil }
-
-// describe says what kind of host h is, for the simulator's summary.
-func (h *Host) describe() string {
-	var names []string
-	for _, hp := range h.progs {
-		names = append(names, hp.p.name)
-	}
-	return strings.Join(names, ",")
-}
