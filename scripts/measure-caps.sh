@@ -32,6 +32,10 @@ ops=(
   "readdir fd/|ls /proc/P/fd"
   "readlink fd/3|readlink /proc/P/fd/3"
   "readlink ns/net|readlink /proc/P/ns/net"
+  "maps|cat /proc/P/maps"
+  "pagemap (one entry)|dd if=/proc/P/pagemap bs=8 count=1 skip=S status=none | od -An -tx8 | grep -q ."
+  "pagemap with a frame number|dd if=/proc/P/pagemap bs=8 count=1 skip=S status=none | od -An -tx8 | grep -qv '^ *[0-9a-f]\\{2\\}[08]0\\{13\\}$'"
+  "kpagecount|dd if=/proc/kpagecount bs=8 count=1 status=none | od -An -tx8 | grep -q ."
 )
 capsets=("" "sys_ptrace" "dac_read_search" "sys_ptrace,dac_read_search")
 
@@ -57,9 +61,14 @@ for t in "root:$rootpid" "nobody:$nobodypid"; do
   echo
   echo "| read | no caps | CAP_SYS_PTRACE | CAP_DAC_READ_SEARCH | both |"
   echo "| --- | --- | --- | --- | --- |"
+  # The entry of the target's first mapped page (its program text),
+  # in pagemap's units of 8 bytes.
+  start=$(head -1 "/proc/$pid/maps" | cut -d- -f1)
+  skip=$((16#$start / 4096))
   for op in "${ops[@]}"; do
     name=${op%%|*} cmd=${op#*|}
     cmd=${cmd//P/$pid}
+    cmd=${cmd//skip=S/skip=$skip}
     row="| \`$name\` |"
     for c in "${capsets[@]}"; do
       row="$row $(try "$c" "$cmd") |"

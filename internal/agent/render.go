@@ -98,15 +98,20 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	// --fast estimates every process by choice: they were counted under
 	// no reason, so the reasons summed to 0 while every group was an
 	// estimate (audit of 2026-11-26).
-	var chosen uint64
+	var chosen, paced uint64
 	for i := range snap.Procs {
-		if p := &snap.Procs[i]; p.Accuracy == sample.Estimate && p.Cause == sample.CauseNone {
+		switch p := &snap.Procs[i]; {
+		case p.Accuracy == sample.Estimate && p.Cause == sample.CauseNone:
 			chosen++
+		case p.Cause == sample.CausePaced:
+			paced++
 		}
 	}
-	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with RSS-based estimates, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable), fast (--fast: no page-table walks).")
-	ex.byReason("memwho_estimated_processes", []string{"denied", "fast", "malformed"},
-		uint64(snap.Denied), chosen, uint64(snap.Malformed))
+	ex.family("memwho_estimated_processes", "gauge", "Processes of the last snapshot with estimated figures, by reason: denied (smaps_rollup not permitted: grant CAP_SYS_PTRACE), malformed (smaps_rollup unparsable), fast (--fast: no page-table walks), all RSS-based; paced (a large process read page by page so as not to stall it, whose shared pages' shares are estimated: see memwho_processes_pss_bound_bytes).")
+	ex.byReason("memwho_estimated_processes", []string{"denied", "fast", "malformed", "paced"},
+		uint64(snap.Denied), chosen, uint64(snap.Malformed), paced)
+	ex.gaugeUint("memwho_processes_pss_bound_bytes", "How far memwho_processes_pss_bytes may be from the truth because of the processes read page by page (reason paced), in bytes: their shared pages' shares are estimated (exact as root but past a sample of 16384 pages).", total.Bound)
+	ex.gaugeUint("memwho_processes_swap_bound_bytes", "How far memwho_processes_swap_bytes may be from the truth because of the processes read page by page, in bytes: their swapped-out pages count in full.", total.SwapBound)
 	if a.opt.Engine.Conns && conns {
 		ex.gaugeUint("memwho_tcp_unreadable_processes", "Processes whose /proc/PID/fd could not be read in the last walk (needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE); they count 0 TCP sockets.", uint64(stats.ConnsDenied))
 	}

@@ -321,9 +321,19 @@ func TestNoAllocs(t *testing.T) {
 		pids = make([]int, 0, 4096)
 		dbuf = make([]byte, 32768)
 	)
-	// Warm up: let the buffer grow to its steady size.
+	// Warm up: let the buffer grow to its steady size, and the Pacer
+	// make its entry buffer (and, as root, its lookups and their
+	// sample).
 	r.Open(pid)
 	r.Smaps(&ru)
+	var pc Pacer
+	paced := func() {
+		r.Select(pid)
+		r.HoldPagemap()
+		r.Paced(&ru, &pc, Statm{})
+		r.Close()
+	}
+	paced()
 	for _, c := range []struct {
 		name string
 		f    func()
@@ -352,6 +362,7 @@ func TestNoAllocs(t *testing.T) {
 			r.Close()
 		}},
 		{"Meminfo", func() { r.Meminfo(&mi) }},
+		{"HoldPagemap+Paced", paced},
 		{"PIDs", func() { pids, dbuf, _ = fs.PIDs(pids, dbuf) }},
 		{"Gone", func() { r.Open(1 << 30) }},
 	} {

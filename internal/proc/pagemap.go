@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"syscall"
@@ -93,10 +94,16 @@ type Pacer struct {
 	counts []uint64
 	rnd    uint64
 
-	// Pauses and Entries count the pauses taken and the pagemap entries
-	// read by the last Paced call.
+	// Pauses, Entries and Scans count the pauses taken, the pagemap
+	// entries read and the PAGEMAP_SCAN calls made by the last Paced.
 	Pauses  int
 	Entries uint64
+	Scans   int
+
+	// sparse: the address space is mostly holes (plan); noScan:
+	// PAGEMAP_SCAN is unsupported (learnt once).
+	sparse, noScan bool
+	regions        [64]pageRegion
 }
 
 // PagedAnonPages is passed to Paced as anonPages when the caller does
@@ -159,6 +166,10 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 		pc.pause = pc.Pause
 	}
 	pc.since = time.Now()
+	pc.Scans = 0
+	if err := pc.plan(pm, maps, st); err != nil {
+		return err
+	}
 	for k := range pc.sample {
 		pc.sample[k], pc.seen[k] = pc.sample[k][:0], 0
 	}
@@ -183,6 +194,77 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	return a.finish(out, anon, pc)
 }
 
+// sparseVMA is the size from which a mapping of a sparse address space
+// is scanned for its pages rather than read entry by entry.
+const sparseVMA = 1 << 30
+
+// ErrSparse says a process's address space is mostly holes on a kernel
+// without PAGEMAP_SCAN (before Linux 6.7): reading every entry of it
+// could take minutes; the caller reads it another way.
+var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
+
+// plan decides whether the process's large mappings are scanned for
+// their pages first: when the mappings with access span more than four
+// times its resident pages and a GiB besides.
+func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
+	var span, first uint64
+	for b := maps; len(b) > 0; {
+		var v VMA
+		var err error
+		if b, err = NextVMA(b, &v); err != nil {
+			return err
+		}
+		if !v.NoAccess && v.Start < 1<<63 {
+			if span == 0 {
+				first = v.Start
+			}
+			span += v.Size()
+		}
+	}
+	resident := uint64(0)
+	if st.OK {
+		resident = st.Resident * pageSize
+	}
+	pc.sparse = span > 4*resident+sparseVMA
+	if pc.sparse && pc.noScan {
+		return ErrSparse
+	}
+	if pc.sparse && !pc.probeScan(pm, first) {
+		return ErrSparse
+	}
+	return nil
+}
+
+// probeScan reports whether pagemap pm answers PAGEMAP_SCAN, asking once
+// for a page at addr (ENOTTY before Linux 6.7, and from anything that is
+// not procfs's pagemap).
+func (pc *Pacer) probeScan(pm int, addr uint64) bool {
+	if pc.noScan {
+		return false
+	}
+	q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: addr + pageSize,
+		Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: 1, AnyOf: pageIsPresent, Return: pageIsPresent}
+	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
+	pc.noScan = e == syscall.ENOTTY || e == syscall.EINVAL || e == syscall.EOPNOTSUPP
+	return !pc.noScan
+}
+
+// pmScanArg is struct pm_scan_arg of <linux/fs.h> (Linux 6.7+).
+type pmScanArg struct {
+	Size, Flags, Start, End, WalkEnd, Vec, VecLen, MaxPages uint64
+	Inverted, Mask, AnyOf, Return                           uint64
+}
+
+// pageRegion is struct page_region.
+type pageRegion struct{ Start, End, Categories uint64 }
+
+const (
+	pageIsPresent = 1 << 3
+	pageIsSwapped = 1 << 4
+	// _IOWR('f', 16, struct pm_scan_arg).
+	pagemapScanIoctl = 3<<30 | uintptr(unsafe.Sizeof(pmScanArg{}))<<16 | 'f'<<8 | 16
+)
+
 // pass reads the pagemap entries of the mappings of maps into a: those
 // without access when noAccess is set, the others when not. It reports
 // whether maps has mappings of the other kind.
@@ -204,34 +286,79 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 		// The class of the VMA's file pages: from the first one's
 		// flags when frames can be looked up, else from its name.
 		class := classNone
-		for addr := v.Start; addr < v.End; {
-			end := min(addr+PacedStep, v.End)
-			ent := pc.ent[:(end-addr)/pageSize]
-			got, err := preadFull(pm, unsafeBytes(ent), int64(addr/pageSize*8))
-			if err != nil {
+		if !pc.sparse || v.Size() < sparseVMA {
+			if err := pc.entries(a, fs, pm, &v, v.Start, v.End, huge, &class); err != nil {
 				return false, err
 			}
-			if got == 0 {
-				// The address space is gone: the process exited or
-				// exec'd since the open.
+			continue
+		}
+		// A large mapping of a process whose address space is mostly
+		// holes: pagemap would print an entry for every page of it
+		// (a reserved terabyte is 2 GiB of zeros); PAGEMAP_SCAN
+		// finds the pages in it, skipping empty page tables whole.
+		for addr := v.Start; addr < v.End; {
+			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: v.End,
+				Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: uint64(len(pc.regions)),
+				MaxPages: PacedStep / pageSize, AnyOf: pageIsPresent | pageIsSwapped, Return: pageIsPresent | pageIsSwapped}
+			n, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(pm), pagemapScanIoctl, uintptr(unsafe.Pointer(&q)))
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != 0 {
+				return false, mapFileErrno(e)
+			}
+			pc.Scans++
+			for _, r := range pc.regions[:n] {
+				if err := pc.entries(a, fs, pm, &v, max(r.Start, v.Start), min(r.End, v.End), huge, &class); err != nil {
+					return false, err
+				}
+			}
+			if q.WalkEnd <= addr {
+				// No progress: the address space is gone.
 				return false, ErrGone
 			}
-			ent = ent[:got/8]
-			pc.Entries += uint64(len(ent))
-			if huge {
-				a.hugetlb(ent)
-			} else if err := a.pages(ent, pc, fs, &v, &class); err != nil {
-				return false, err
-			}
-			addr += uint64(len(ent)) * pageSize
-			if time.Since(pc.since) >= pc.burst {
-				sleep(pc.pause)
-				pc.Pauses++
-				pc.since = time.Now()
-			}
+			addr = q.WalkEnd
+			pc.pace()
 		}
 	}
 	return other, nil
+}
+
+// entries reads and adds the pagemap entries of [from, to) of v.
+func (pc *Pacer) entries(a *pagedAcc, fs *FS, pm int, v *VMA, from, to uint64, huge bool, class *int) error {
+	for addr := from; addr < to; {
+		end := min(addr+PacedStep, to)
+		ent := pc.ent[:(end-addr)/pageSize]
+		got, err := preadFull(pm, unsafeBytes(ent), int64(addr/pageSize*8))
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			// The address space is gone: the process exited or
+			// exec'd since the open.
+			return ErrGone
+		}
+		ent = ent[:got/8]
+		pc.Entries += uint64(len(ent))
+		if huge {
+			a.hugetlb(ent)
+		} else if err := a.pages(ent, pc, fs, v, class); err != nil {
+			return err
+		}
+		addr += uint64(len(ent)) * pageSize
+		pc.pace()
+	}
+	return nil
+}
+
+// pace sleeps PacedPause when reads have run back to back for
+// PacedBurst.
+func (pc *Pacer) pace() {
+	if time.Since(pc.since) >= pc.burst {
+		sleep(pc.pause)
+		pc.Pauses++
+		pc.since = time.Now()
+	}
 }
 
 const pageSize = 4096

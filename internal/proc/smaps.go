@@ -31,9 +31,10 @@ type Rollup struct {
 	// clean/dirty split is then unknown (all of it is in PrivateDirty
 	// and SharedDirty) and Locked is not counted.
 	Paced bool
-	// Bound is how much Pss may overstate the truth, in bytes: pages
-	// the kernel says are shared, without saying by how many processes,
-	// count half their size. 0 when every page's share is known.
+	// Bound is how far Pss may be from the truth, in bytes: pages the
+	// kernel says are shared, without memwho learning by how many
+	// processes (no frame lookups, or past the lookup sample), have
+	// estimated shares. 0 when every page's share is known.
 	Bound uint64
 	// SwapBound is how much SwapPss may overstate the truth, in bytes:
 	// a paced read counts every swapped-out page in full.

@@ -104,7 +104,8 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 	}
 	slices.Sort(shown)
 	shown = slices.Compact(shown)
-	var denied, malformed int
+	var denied, malformed, paced int
+	var bound, swapBound uint64
 	for i := range procs {
 		if _, ok := slices.BinarySearch(shown, procs[i].PID); !ok {
 			continue
@@ -114,6 +115,10 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 			denied++
 		case sample.CauseMalformed:
 			malformed++
+		case sample.CausePaced:
+			paced++
+			bound += procs[i].Bound
+			swapBound += procs[i].SwapBound
 		}
 	}
 	if denied > 0 && !fast {
@@ -138,6 +143,16 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 	}
 	if malformed > 0 {
 		fmt.Fprintf(stderr, "memwho: warning: %d %s an unreadable smaps_rollup; the figures are RSS-based estimates\n", malformed, plural(malformed, "process had", "processes had"))
+	}
+	if paced > 0 {
+		// Their private memory is exact; only shares of shared pages
+		// (and of swap) are estimated.
+		fmt.Fprintf(stderr, "memwho: note: %d %s read page by page so as not to stall %s; the shares of pages %s with others are estimated: RAM within %s, swap within %s\n",
+			paced, plural(paced, "large process was", "large processes were"), plural(paced, "it", "them"), plural(paced, "it shares", "they share"),
+			HumanBytes(nil, bound), HumanBytes(nil, swapBound))
+		if by == ScannerSelf && os.Geteuid() != 0 {
+			fmt.Fprintln(stderr, "memwho: hint: as root memwho looks shared pages up (/proc/kpagecount) and these figures are exact")
+		}
 	}
 	if snap.Broken > 0 {
 		fmt.Fprintf(stderr, "memwho: warning: %d %s skipped: their stat or status could not be read or parsed\n", snap.Broken, plural(snap.Broken, "process", "processes"))

@@ -465,7 +465,7 @@ func (d *drawer) title(buf []byte, n *tnode) []byte {
 		buf = append(buf, " processes"...)
 	}
 	if n.est {
-		buf = append(buf, "\n"+string(markEstimate)+" estimate from /proc/PID/status (RSS: shared pages counted in full)"...)
+		buf = append(buf, "\n"+string(markEstimate)+" estimate: from /proc/PID/status (RSS: shared pages counted in full), or read page by page (shared pages' shares estimated)"...)
 	}
 	if n.swapFull {
 		buf = append(buf, "\n"+string(markSwapFull)+" swap counted in full (no SwapPss on this kernel)"...)

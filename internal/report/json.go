@@ -83,7 +83,10 @@ const Schema = "memwho.report/v1"
 // Pss_Shmem and Private_Hugetlb of smaps_rollup, zero before kernel 5.8;
 // RssAnon, RssFile, RssShmem for estimates), accuracy ("exact", or
 // "estimate" when any process's figures
-// came from /proc/PID/status), swap_source ("swap_pss", or "swap" when
+// came from /proc/PID/status or were read page by page without every
+// shared page's share), ram_bound_bytes and swap_bound_bytes (only for
+// groups of processes read page by page: ram_bytes and swap_bytes are
+// within them of the truth), swap_source ("swap_pss", or "swap" when
 // some swap was counted in full) and, with opt.Conns (--conns),
 // tcp_established (ESTABLISHED TCP sockets, IPv4 and IPv6).
 //
@@ -228,6 +231,10 @@ func appendJSONGroup(buf []byte, g *sample.Group, conns bool) []byte {
 	buf = appendJSONUint(buf, "private_hugetlb_bytes", g.PrivateHugetlb, true)
 	buf = append(buf, `,"accuracy":`...)
 	buf = appendJSONString(buf, g.Accuracy().String())
+	if g.Bound > 0 || g.SwapBound > 0 {
+		buf = appendJSONUint(buf, "ram_bound_bytes", g.Bound, true)
+		buf = appendJSONUint(buf, "swap_bound_bytes", g.SwapBound, true)
+	}
 	buf = append(buf, `,"swap_source":`...)
 	buf = appendJSONString(buf, swapSource(g))
 	if conns {

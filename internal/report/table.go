@@ -56,16 +56,22 @@ func Table(w io.Writer, groups []sample.Group, total sample.Group, snap *sample.
 	buf := make([]byte, 0, 80*(len(groups)+4)+512)
 
 	buf = t.header(buf)
-	estimated, swapFull := total.Estimated > 0, swapMarked(&total)
+	estimated, swapFull := total.Estimated > total.Paced, swapMarked(&total)
+	paced := total.Paced > 0
 	for i := range groups {
 		g := &groups[i]
-		estimated = estimated || g.Estimated > 0
+		estimated = estimated || g.Estimated > g.Paced
+		paced = paced || g.Paced > 0
 		swapFull = swapFull || swapMarked(g)
 		buf = t.row(buf, g, false)
 	}
 	buf = t.rule(buf)
 	buf = t.row(buf, &total, true)
 
+	if paced {
+		buf = t.mark(buf, markEstimate)
+		buf = append(buf, " read page by page so as not to stall a large process: the shares of the pages it shares with others are estimated; its private memory is exact\n"...)
+	}
 	if estimated {
 		buf = t.mark(buf, markEstimate)
 		buf = append(buf, " estimate from /proc/PID/status (RSS; shared pages counted in full by each process): "...)

@@ -32,9 +32,9 @@ func ExactFigures(p *Process, ru *proc.Rollup) {
 	p.Bound, p.SwapBound = 0, 0
 	if ru.Bound > 0 || ru.SwapBound > 0 {
 		// Read page by page without every page's share: the figures
-		// are an upper estimate, by at most the bounds.
+		// are estimates, within the bounds.
 		p.Accuracy, p.Cause = Estimate, CausePaced
-		p.Bound, p.SwapBound = min(ru.Bound, p.Shared), ru.SwapBound
+		p.Bound, p.SwapBound = ru.Bound, ru.SwapBound
 	}
 }
 

@@ -191,6 +191,11 @@ func (g *Group) add(p *Process) {
 			g.EstimatedNoSwap++
 		}
 	}
+	if p.Cause == CausePaced {
+		g.Paced++
+		g.Bound = addSat(g.Bound, p.Bound)
+		g.SwapBound = addSat(g.SwapBound, p.SwapBound)
+	}
 	if p.SwapPssMissing {
 		g.SwapPssMissing = true
 	}
@@ -231,6 +236,9 @@ func Total(groups []Group) Group {
 		t.Estimated += g.Estimated
 		t.SwapPssMissing = t.SwapPssMissing || g.SwapPssMissing
 		t.EstimatedNoSwap += g.EstimatedNoSwap
+		t.Paced += g.Paced
+		t.Bound = addSat(t.Bound, g.Bound)
+		t.SwapBound = addSat(t.SwapBound, g.SwapBound)
 	}
 	return t
 }

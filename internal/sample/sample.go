@@ -44,9 +44,9 @@ const (
 	// missing a counter, too large).
 	CauseMalformed
 	// CausePaced: the process was read page by page (pagemap) so as not
-	// to stop it, and the kernel did not say how many processes share
-	// some of its pages: RAM may be up to Bound too high, Swap up to
-	// SwapBound. Private is exact.
+	// to stop it, and the shares of some of its pages are estimated:
+	// RAM is within Bound of the truth, Swap within SwapBound (both
+	// from above when memwho cannot look frames up). Private is exact.
 	CausePaced
 )
 
@@ -114,7 +114,7 @@ type Process struct {
 	Accuracy Accuracy
 	// Cause says why an estimate is one; CauseNone for exact figures.
 	Cause Cause
-	// Bound is how much RAM (and so Shared) may overstate the truth, in
+	// Bound is how far RAM (and so Shared) may be from the truth, in
 	// bytes, for a process read page by page (CausePaced); 0 otherwise.
 	Bound uint64
 	// SwapBound is how much Swap may overstate the truth, in bytes, for
@@ -267,6 +267,12 @@ type Group struct {
 	// Conns sums the processes' ESTABLISHED TCP sockets; valid only when
 	// Snapshot.ConnsOK.
 	Conns uint64
+	// Paced counts the estimated processes read page by page
+	// (CausePaced); Bound and SwapBound sum their bounds
+	// (Process.Bound), in bytes: RAM and Swap are within them of the
+	// truth.
+	Paced            int
+	Bound, SwapBound uint64
 }
 
 // SwapEstimated reports whether g's swap is an estimate: some

@@ -237,7 +237,7 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		}
 	}
 
-	for tag := tagRAM; tag <= tagPrivateHugetlb; tag++ {
+	for tag := tagRAM; tag <= tagSwapBound; tag++ {
 		if tag > tagSwap && tag < tagPssAnon {
 			tag = tagPssAnon
 		}
@@ -288,6 +288,12 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 		p.SwapPssMissing = b&stSwapPssMissing != 0
 		p.Accuracy = sample.Accuracy(b >> stAccuracyShift & 1)
 		p.Cause = cause
+		if p.Bound > 0 || p.SwapBound > 0 {
+			if p.Accuracy != sample.Estimate || cause != sample.CauseNone {
+				return m, malformed("pid %d: a bound on figures that are not estimates read page by page", p.PID)
+			}
+			p.Cause = sample.CausePaced
+		}
 	}
 	return m, nil
 }

@@ -170,7 +170,7 @@ func EncodeMeta(dst []byte, s *sample.Snapshot, m Meta) []byte {
 	if anySystemdCgroup(procs) {
 		stringColumn(len(strTags) - 1)
 	}
-	for tag := uint64(tagPssAnon); tag <= tagPrivateHugetlb; tag++ {
+	for tag := uint64(tagPssAnon); tag <= tagSwapBound; tag++ {
 		figureColumn(tag, true)
 	}
 
@@ -204,6 +204,10 @@ func figureField(p *sample.Process, tag int) *uint64 {
 		return &p.PssShmem
 	case tagPrivateHugetlb:
 		return &p.PrivateHugetlb
+	case tagBound:
+		return &p.Bound
+	case tagSwapBound:
+		return &p.SwapBound
 	}
 	return &p.Swap
 }

@@ -104,6 +104,13 @@ const (
 	tagPssFile        = 33
 	tagPssShmem       = 34
 	tagPrivateHugetlb = 35
+	// Process.Bound and SwapBound, encoded as tagRAM is; optional
+	// (absent: zero), written only when some process has one. A process
+	// with either is an estimate read page by page (CausePaced), which
+	// the state byte, whose cause field an older decoder checks, holds
+	// as CauseNone.
+	tagBound     = 36
+	tagSwapBound = 37
 
 	tagStrings = 40 // optional: the string table (absent: only "")
 
@@ -133,6 +140,7 @@ var tagNames = [maxKnownTag + 1]string{
 	tagRAM: "ram", tagPrivate: "private", tagShared: "shared", tagSwap: "swap",
 	tagConns: "conns", tagState: "state", tagSystemdCgroup: "systemd cgroup", tagStrings: "strings",
 	tagPssAnon: "pss anon", tagPssFile: "pss file", tagPssShmem: "pss shmem", tagPrivateHugetlb: "private hugetlb",
+	tagBound: "bound", tagSwapBound: "swap bound",
 }
 
 // strTags are the string columns of a process, in the order of the

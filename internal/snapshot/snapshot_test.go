@@ -166,8 +166,42 @@ func TestRoundTrip(t *testing.T) {
 		"small":     small(),
 		"hostile":   hostile(),
 		"synthetic": synthetic(3000),
+		"paced":     paced(),
 	} {
 		t.Run(name, func(t *testing.T) { roundTrip(t, s) })
+	}
+}
+
+// paced is a snapshot with a process read page by page: estimated, with
+// its bounds, beside an exact one.
+func paced() *sample.Snapshot {
+	s := small()
+	s.Procs = append(s.Procs[:1], sample.Process{PID: 900, PPID: 1, StartTime: 1300, Name: "redis-server", Comm: "redis-server",
+		Exe: "redis-server", RAM: 8 << 30, Private: 7 << 30, Shared: 1 << 30, Swap: 64 << 20,
+		Accuracy: sample.Estimate, Cause: sample.CausePaced, Bound: 512 << 20, SwapBound: 64 << 20})
+	return s
+}
+
+// TestDecodePacedOld: an older decoder reads a paced process as an
+// estimate by choice (its state byte's cause is none), and a bound on a
+// process whose state says anything else is refused.
+func TestDecodePacedOld(t *testing.T) {
+	b := Encode(nil, paced())
+	i := bytes.Index(b, []byte{tagState})
+	if i < 0 {
+		t.Fatal("no state section")
+	}
+	var got sample.Snapshot
+	if err := Decode(b, &got); err != nil || got.Procs[1].Cause != sample.CausePaced {
+		t.Fatalf("decode: %v, cause %v", err, got.Procs[1].Cause)
+	}
+	// The state byte of the paced process: estimate, cause none.
+	ex := small()
+	ex.Procs = ex.Procs[:1]
+	ex.Procs = append(ex.Procs, paced().Procs[1])
+	ex.Procs[1].Accuracy, ex.Procs[1].Cause = sample.Exact, sample.CauseNone
+	if err := Decode(Encode(nil, ex), &got); err == nil || !strings.Contains(err.Error(), "bound on figures that are not estimates") {
+		t.Errorf("a bound on exact figures: %v, want refused", err)
 	}
 }
 
@@ -251,6 +285,11 @@ func TestEveryField(t *testing.T) {
 		}
 	}
 	fill(reflect.ValueOf(&s).Elem())
+	// Bounds go with estimates read page by page, the one cause they
+	// are written with.
+	for i := range s.Procs {
+		s.Procs[i].Cause = sample.CausePaced
+	}
 	roundTrip(t, &s)
 	// And every field false/zero in the second process, the first
 	// being all set: flags do not leak from one to the other.

@@ -28,6 +28,7 @@ func init() {
 type childSpec struct {
 	private, file, memfd, cow, shmem int64
 	thp, hugetlb, zero, filePrivate  int64
+	sparse                           int64
 	exit, leaderExit                 bool
 }
 
@@ -58,6 +59,8 @@ func parseChildSpec(enc string) (childSpec, error) {
 			c.zero = n
 		case "fileprivate":
 			c.filePrivate = n
+		case "sparse":
+			c.sparse = n
 		case "exit":
 			c.exit = n != 0
 		case "leaderexit":
@@ -133,6 +136,15 @@ func runChild(enc, cgroup string) int {
 	if c.zero > 0 {
 		if err := readZero(c.zero); err != nil {
 			return fail(err)
+		}
+	}
+	if c.sparse > 0 {
+		b, err := unix.Mmap(-1, 0, int(roundPage(c.sparse)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+		if err != nil {
+			return fail(fmt.Errorf("mmap sparse %d: %w", c.sparse, err))
+		}
+		for i := 0; i < len(b); i += 1 << 30 {
+			b[i] = pattern
 		}
 	}
 	if c.filePrivate > 0 {

@@ -76,6 +76,10 @@ type Spec struct {
 	// unlinked at once), maps MAP_PRIVATE and reads, then writes every
 	// other page: half page cache, half its own anonymous copies.
 	FilePrivate int64
+	// Sparse is the size of a mapping of address space only (writable,
+	// MAP_NORESERVE) in which each child writes one page per GiB: the
+	// shape of a process that reserves a heap it barely uses.
+	Sparse int64
 	// OwnText runs the children from a copy of the executable, so that
 	// the pages of program text they map are not this process's too:
 	// code this process runs for the first time (its garbage collector,
@@ -126,7 +130,7 @@ func Start(ctx context.Context, n int, spec Spec) (*Group, error) {
 		return nil, errors.New("testload: need at least one child")
 	}
 	if spec.Private < 0 || spec.FileShared < 0 || spec.MemfdShared < 0 || spec.COW < 0 || spec.Shmem < 0 ||
-		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 {
+		spec.THP < 0 || spec.Hugetlb < 0 || spec.ZeroRead < 0 || spec.FilePrivate < 0 || spec.Sparse < 0 {
 		return nil, errors.New("testload: negative size")
 	}
 	g := &Group{PIDs: make([]int, 0, n), COWPIDs: make([]int, n)}
@@ -348,7 +352,7 @@ func childEnviron(spec Spec, exitAfterTouch bool) []string {
 	for _, f := range []struct {
 		k string
 		v int64
-	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}} {
+	}{{"thp", spec.THP}, {"hugetlb", spec.Hugetlb}, {"zero", spec.ZeroRead}, {"fileprivate", spec.FilePrivate}, {"sparse", spec.Sparse}} {
 		if f.v > 0 {
 			fmt.Fprintf(&b, ",%s=%d", f.k, f.v)
 		}

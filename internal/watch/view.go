@@ -505,7 +505,7 @@ func (m Model) helpLines() []string {
 		"",
 		m.st.render(m.st.title, "Columns"),
 		"  RAM used = Private + Shared: proportional set size (PSS); Swap is SwapPss",
-		"  ~ estimate from /proc/PID/status (RSS)   * swap counted in full (no SwapPss)",
+		"  ~ estimate (RSS, or large process paged)  * swap counted in full (no SwapPss)",
 		"  Change    RAM now minus RAM when the group was first seen",
 		"  MiB/min   growth: Theil–Sen slope over the last " + strconv.Itoa(c.Window) + " samples (\"held 35s\":",
 		"            the sampler kept back every new figure of the window, for 35 s)",
