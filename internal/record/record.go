@@ -72,6 +72,13 @@ type Config struct {
 // warn.
 func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
+	if store.Shared(cfg.DB) && cfg.Interval >= connIdleFrom {
+		// A fleet's recorders hold a connection only while they
+		// write: 1,000 of them at one sample a minute need about one
+		// at a time, where keeping them needs max_connections of
+		// 1,000 and a backend's memory each (docs/fleet.md).
+		opt.ConnIdle = connIdle
+	}
 	if store.Shared(cfg.DB) {
 		opt.SpoolDir = cfg.Spool
 		if opt.SpoolDir == "" {
@@ -98,6 +105,13 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	}
 	return store.Open(ctx, cfg.DB, opt)
 }
+
+// A recorder whose interval is at least connIdleFrom closes its
+// database connection after connIdle without a write.
+const (
+	connIdleFrom = 30 * time.Second
+	connIdle     = 10 * time.Second
+)
 
 // Run records samples into st with sc until cfg.Count samples are taken
 // or ctx is done, and returns nil then. fs is the procfs tree sc reads

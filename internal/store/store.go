@@ -392,6 +392,11 @@ type OpenOptions struct {
 	// SpoolMax bounds the spool in bytes; the oldest spooled samples are
 	// dropped beyond it. 0 means 64 MiB.
 	SpoolMax int64
+	// ConnIdle, when positive, closes a server's connections (PostgreSQL)
+	// idle for about that long: a recorder sampling every minute then
+	// holds none between samples, so that a fleet of 1,000 fits in a
+	// server's default 100 connections (docs/fleet.md). 0 keeps them.
+	ConnIdle time.Duration
 	// Warn, if set, receives messages worth a "memwho: warning:" line
 	// (spooling started, samples dropped, ...). Nil discards them.
 	Warn func(msg string)

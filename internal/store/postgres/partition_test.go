@@ -305,6 +305,28 @@ func TestPartitions(t *testing.T) {
 		}
 	})
 
+	t.Run("ConnIdle", func(t *testing.T) {
+		// A recorder of a long interval holds no connection between
+		// samples.
+		d, err := Open(ctx, srv.CreateDB(t), store.OpenOptions{ConnIdle: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		storetest.Write(t, d, storetest.Samples(1, "a"))
+		if n := d.pool.Stat().TotalConns(); n == 0 {
+			t.Fatal("no connection right after a write")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for d.pool.Stat().TotalConns() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections still open 10 s after the write", d.pool.Stat().TotalConns())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		storetest.Write(t, d, storetest.Samples(2, "a")[1:])
+	})
+
 	t.Run("FleetRead", func(t *testing.T) {
 		d := open(t, srv.CreateDB(t))
 		var hosts []string

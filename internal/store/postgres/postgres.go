@@ -99,6 +99,10 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	cfg.MaxConns = 4
+	if opt.ConnIdle > 0 {
+		// The pool's health check closes what sat idle that long.
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = opt.ConnIdle, opt.ConnIdle
+	}
 	// Connections are opened on first use: Open must not fail just
 	// because the server is down.
 	cfg.MinConns = 0
