@@ -14,6 +14,11 @@
 #   memwho watch   a tick of memwho watch --plain --fresh -n 1 (every process)
 #   agent tick     a walk of memwho-agent serve --min-interval 1s (every process)
 #   record tick    a sample of memwho-agent record --interval 1s -p PID
+#   maps, smaps    cat /proc/PID/maps, cat /proc/PID/smaps: the mappings
+#                  alone (no page walk), and smaps's walk (not per mapping
+#                  on this kernel)
+#   paced, no pause  stall read -pause 0: memwho's page-by-page read
+#                  without its pauses (what they are for)
 #   ps_mem         ps_mem -p PID (PyPI), smem -P (Debian), and Zmem when
 #   smem, zmem     ZMEM names its binary (built by hand from its own
 #                  repository: nothing of it is fetched here)
@@ -28,7 +33,7 @@ cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"1 8 max"}
 THP=${THP:-"off on"}
 READS=${READS:-8}
-READERS=${READERS:-"smaps_rollup report watch agent record ps_mem smem zmem"}
+READERS=${READERS:-"smaps_rollup maps smaps nopause report watch agent record ps_mem smem zmem"}
 ZMEM=${ZMEM:-}
 
 if [ "$(id -u)" != 0 ]; then
@@ -74,13 +79,16 @@ fi
 
 args=()
 want smaps_rollup && args+=(-r "smaps_rollup=oneshot:cat /proc/{pid}/smaps_rollup")
+want maps && args+=(-r "maps=oneshot:cat /proc/{pid}/maps")
+want smaps && args+=(-r "smaps=oneshot:cat /proc/{pid}/smaps")
+want nopause && args+=(-r "paced, no pause=oneshot:$work/stall read -pause 0 {pid}")
 want report && args+=(-r "memwho report=oneshot:$MEMWHO_BIN --fresh -p {pid}")
 want watch && args+=(-r "memwho watch tick=periodic:$MEMWHO_BIN watch --plain --fresh -n 1")
 want agent && args+=(-r "agent tick=periodic:$AGENT_BIN serve --socket $work/agent.sock --min-interval 1s --idle-after 0s")
 want record && args+=(-r "record tick=periodic:$AGENT_BIN record --db $work/history.db --interval 1s --keep 0 -p {pid}")
 want ps_mem && args+=(-r "ps_mem=oneshot:$work/ps_mem -p {pid}")
 want smem && args+=(-r "smem=oneshot:smem -P ^stall$")
-want zmem && args+=(-r "zmem=oneshot:$ZMEM")
+want zmem && args+=(-r "zmem=oneshot:$ZMEM -p")
 
 thp_state=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
 echo "# $(date -u +%F) $(uname -r), $(nproc) cores, THP: $thp_state, memwho $(git rev-parse --short HEAD)"

@@ -281,6 +281,9 @@ pairs() {
 	local rss_pad
 	rss_pad=$(MEMWHO_FLOOR_PAD=1 peak_rss_mib "$PADDED" "${held[@]}")
 	pair_row memwho floor_held "$rss_full" "$rss_held" -- "$MEMWHO" --fresh -- "$FLOOR" "${held[@]}"
+	# With each process's statm read first: the size check by which a
+	# report reads a large process page by page (docs/accuracy.md).
+	pair_row memwho floor_held_statm "$rss_full" "$rss_held" -- "$MEMWHO" --fresh -- "$FLOOR" "${held[@]}" -statm
 	pair_row "floor in memwho's binary" floor_held "$rss_pad" "$rss_held" -- "$PADDED" "${held[@]}" -- "$FLOOR" "${held[@]}"
 	pair_row memwho "floor in memwho's binary" "$rss_full" "$rss_pad" -- "$MEMWHO" --fresh -- "$PADDED" "${held[@]}"
 	rss_pad=$(MEMWHO_FLOOR_PAD=1 peak_rss_mib "$PADDED" -report -parallel "$WORKERS")

@@ -5,7 +5,7 @@
 // cost of reading smaps_rollup is the kernel's page-table walk, which no
 // reader can avoid, so memwho's time over this floor is its own overhead.
 //
-//	memwho-floor [-status] [-names | -snapshot | -report] [-held] [-parallel N] [-root /proc]
+//	memwho-floor [-status] [-names | -snapshot | -report] [-held] [-statm] [-parallel N] [-root /proc]
 //	memwho-floor -startup
 //
 // With -names it also reads each process's comm and exe link, the two
@@ -20,6 +20,10 @@
 // per comm, largest first: the least a Go program that prints a report
 // can cost, in time and above all in peak RSS, which for a Go binary is
 // mostly its own mapped image and runtime (docs/performance.md).
+//
+// With -statm it reads each process's statm first: the size check by
+// which memwho reads a large process page by page rather than stall it
+// with smaps_rollup's walk, part of what a report must read since.
 //
 // With -startup it reads one file, /proc/self/stat, and exits: a minimal
 // static Go program that reads /proc, the floor of memwho's start-up.

@@ -571,8 +571,10 @@ func (e *privEnv) checkWatchInspect(t *testing.T) {
 		flags string
 		eff   string
 	}{
-		{"", "0000000000080000"},        // CAP_SYS_PTRACE
-		{"--conns", "0000000000080004"}, // + CAP_DAC_READ_SEARCH
+		// CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH (pagemap, and the
+		// fd walk of --conns).
+		{"", "0000000000080004"},
+		{"--conns", "0000000000080004"},
 	} {
 		// A fresh output file per run: the last run's frame must not
 		// look like this one's (the status would be read before Setup).

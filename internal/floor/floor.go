@@ -32,6 +32,7 @@ func Main(args []string) int {
 	startup := fl.Bool("startup", false, "read /proc/self/stat and exit (the start-up floor)")
 	report := fl.Bool("report", false, "also parse Pss and SwapPss, group by comm and print a table sorted by RAM: the least a Go report can cost (implies -names -held)")
 	held := fl.Bool("held", false, "open each /proc/PID directory once and read its files relative to it, as memwho does so that a reused PID cannot mix two processes")
+	statm := fl.Bool("statm", false, "also read statm of every process first: the size check by which a report reads a large process page by page instead of stalling it")
 	if err := fl.Parse(args); err == flag.ErrHelp {
 		return 0
 	} else if err != nil {
@@ -102,6 +103,11 @@ func Main(args []string) int {
 					if err := r.openDir(*root, pids[i]); err != nil {
 						nfail++
 						continue
+					}
+				}
+				if *statm {
+					if n, err := r.read(*root, pids[i], "statm"); err == nil {
+						nb += int64(n)
 					}
 				}
 				n, err := r.read(*root, pids[i], file)

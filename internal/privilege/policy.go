@@ -27,8 +27,9 @@ func MustSetup() {
 // configuration of the scanning command cmd (docs/safe.md): the
 // capabilities the scan keeps when memwho is elevated.
 //
-//   - report and watch read /proc and print: CAP_SYS_PTRACE, and
-//     CAP_DAC_READ_SEARCH as well for --conns (the /proc/PID/fd walk);
+//   - report and watch read /proc and print: CAP_SYS_PTRACE and
+//     CAP_DAC_READ_SEARCH (pagemap, and with --conns the /proc/PID/fd
+//     walk);
 //   - serve and record keep what the admin granted them as ambient
 //     capabilities (a systemd unit), and nothing when they were started
 //     from a file-capability or setuid binary (the exec gained

@@ -57,10 +57,12 @@ import (
 // The capabilities memwho can use, and which reads need them (measured on
 // Linux 6.18 with scripts/measure-caps.sh; see docs/safe.md).
 var (
-	// ScanCaps is what a memory scan needs: smaps_rollup, smaps, the exe
-	// link and ns/ links of another user's process. status, stat,
-	// cmdline, comm and cgroup need nothing.
-	ScanCaps = []cap.Value{cap.SYS_PTRACE}
+	// ScanCaps is what a memory scan needs: smaps_rollup, smaps, maps,
+	// the exe link and ns/ links of another user's process need
+	// CAP_SYS_PTRACE; pagemap (mode 0400), by which a large process is
+	// read without stalling it, needs CAP_DAC_READ_SEARCH as well.
+	// status, stat, cmdline, comm and cgroup need nothing.
+	ScanCaps = []cap.Value{cap.SYS_PTRACE, cap.DAC_READ_SEARCH}
 	// FDWalkCaps is what counting a process's sockets needs as well:
 	// reading the /proc/PID/fd directory needs CAP_DAC_READ_SEARCH and
 	// reading a link in it needs both.

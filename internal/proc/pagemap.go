@@ -100,10 +100,11 @@ type Pacer struct {
 	Entries uint64
 	Scans   int
 
-	// sparse: the address space is mostly holes (plan); noScan:
+	// resident is the process's resident size in bytes (plan); noScan:
 	// PAGEMAP_SCAN is unsupported (learnt once).
-	sparse, noScan bool
-	regions        [64]pageRegion
+	resident uint64
+	noScan   bool
+	regions  [64]pageRegion
 }
 
 // PagedAnonPages is passed to Paced as anonPages when the caller does
@@ -194,8 +195,9 @@ func (r *Reader) Paced(out *Rollup, pc *Pacer, st Statm) error {
 	return a.finish(out, anon, pc)
 }
 
-// sparseVMA is the size from which a mapping of a sparse address space
-// is scanned for its pages rather than read entry by entry.
+// sparseVMA is the size from which a mapping larger than the process's
+// resident memory allows to be mostly pages is scanned for its pages
+// rather than read entry by entry.
 const sparseVMA = 1 << 30
 
 // ErrSparse says a process's address space is mostly holes on a kernel
@@ -203,36 +205,32 @@ const sparseVMA = 1 << 30
 // could take minutes; the caller reads it another way.
 var ErrSparse = errors.New("address space mostly holes, and no PAGEMAP_SCAN")
 
-// plan decides whether the process's large mappings are scanned for
-// their pages first: when the mappings with access span more than four
-// times its resident pages and a GiB besides.
+// plan notes the process's resident size, which decides which mappings
+// are scanned for their pages first (scanned), and returns ErrSparse
+// when one is to be on a kernel without PAGEMAP_SCAN.
 func (pc *Pacer) plan(pm int, maps []byte, st Statm) error {
-	var span, first uint64
+	pc.resident = 0
+	if st.OK {
+		pc.resident = st.Resident * pageSize
+	}
 	for b := maps; len(b) > 0; {
 		var v VMA
 		var err error
 		if b, err = NextVMA(b, &v); err != nil {
 			return err
 		}
-		if !v.NoAccess && v.Start < 1<<63 {
-			if span == 0 {
-				first = v.Start
-			}
-			span += v.Size()
+		if v.Start < 1<<63 && pc.scanned(&v) && !pc.probeScan(pm, v.Start) {
+			return ErrSparse
 		}
 	}
-	resident := uint64(0)
-	if st.OK {
-		resident = st.Resident * pageSize
-	}
-	pc.sparse = span > 4*resident+sparseVMA
-	if pc.sparse && pc.noScan {
-		return ErrSparse
-	}
-	if pc.sparse && !pc.probeScan(pm, first) {
-		return ErrSparse
-	}
 	return nil
+}
+
+// scanned reports whether v is scanned for its pages rather than read
+// entry by entry: a mapping of a GiB or more that is over four times
+// the process's resident size cannot be mostly pages.
+func (pc *Pacer) scanned(v *VMA) bool {
+	return v.Size() >= sparseVMA && v.Size() > 4*pc.resident
 }
 
 // probeScan reports whether pagemap pm answers PAGEMAP_SCAN, asking once
@@ -286,16 +284,16 @@ func (pc *Pacer) pass(a *pagedAcc, fs *FS, pm, mfd int, maps []byte, noAccess bo
 		// The class of the VMA's file pages: from the first one's
 		// flags when frames can be looked up, else from its name.
 		class := classNone
-		if !pc.sparse || v.Size() < sparseVMA {
+		if !pc.scanned(&v) {
 			if err := pc.entries(a, fs, pm, &v, v.Start, v.End, huge, &class); err != nil {
 				return false, err
 			}
 			continue
 		}
-		// A large mapping of a process whose address space is mostly
-		// holes: pagemap would print an entry for every page of it
-		// (a reserved terabyte is 2 GiB of zeros); PAGEMAP_SCAN
-		// finds the pages in it, skipping empty page tables whole.
+		// A large mapping that is mostly holes: pagemap would print
+		// an entry for every page of it (a reserved terabyte is 2 GiB
+		// of zeros); PAGEMAP_SCAN finds the pages in it, skipping
+		// empty page tables whole.
 		for addr := v.Start; addr < v.End; {
 			q := pmScanArg{Size: uint64(unsafe.Sizeof(pmScanArg{})), Start: addr, End: v.End,
 				Vec: uint64(uintptr(unsafe.Pointer(&pc.regions[0]))), VecLen: uint64(len(pc.regions)),

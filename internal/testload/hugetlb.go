@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 const nrHugepages = "/proc/sys/vm/nr_hugepages"
@@ -21,15 +19,7 @@ func EnsureHugePages(t testing.TB, n int) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: sizing the hugetlb pool needs root")
 	}
-	lock, err := os.OpenFile(swapLock, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatalf("hugetlb lock: %v", err)
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		lock.Close()
-		t.Fatalf("hugetlb lock: %v", err)
-	}
-	t.Cleanup(func() { lock.Close() })
+	holdSwapLock(t)
 	before, err := readInt(nrHugepages)
 	if err != nil {
 		t.Skipf("skipping: no hugetlb pool: %v", err)

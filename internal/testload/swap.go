@@ -25,6 +25,20 @@ const swapDir = "/var/tmp"
 // the file another test is still measuring.
 const swapLock = "/var/tmp/memwho-testload-swap.lock"
 
+// holdSwapLock takes swapLock until the test ends.
+func holdSwapLock(t testing.TB) {
+	t.Helper()
+	lock, err := os.OpenFile(swapLock, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatalf("swap lock: %v", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		lock.Close()
+		t.Fatalf("swap lock: %v", err)
+	}
+	t.Cleanup(func() { lock.Close() }) // closing releases the flock
+}
+
 // EnsureSwap makes sure at least size bytes of swap are free, creating a
 // swapfile under /var/tmp when there is not enough, and removes it when the
 // test ends. It holds an exclusive lock until then, so swap-using tests run
@@ -36,15 +50,7 @@ func EnsureSwap(t testing.TB, size int64) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: enabling swap needs root")
 	}
-	lock, err := os.OpenFile(swapLock, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatalf("swap lock: %v", err)
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		lock.Close()
-		t.Fatalf("swap lock: %v", err)
-	}
-	t.Cleanup(func() { lock.Close() }) // closing releases the flock
+	holdSwapLock(t)
 
 	swaps, err := readSwaps()
 	if err != nil {

@@ -40,12 +40,20 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memwho/memwho/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "victim" {
 		victim(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "read" {
+		if err := paced(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "stall read:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if err := run(); err != nil {
@@ -100,6 +108,46 @@ func run() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// paced reads one process page by page as memwho does, with the pacing
+// given: "stall read -burst 0 -pause 0 PID" reads without pauses, to
+// show what they are for.
+func paced(args []string) error {
+	fl := flag.NewFlagSet("stall read", flag.ContinueOnError)
+	burst := fl.Duration("burst", proc.PacedBurst, "reads back to back before a pause")
+	pause := fl.Duration("pause", proc.PacedPause, "the pause; 0: none")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(fl.Arg(0))
+	if err != nil {
+		return fmt.Errorf("want a PID: %v", err)
+	}
+	fs, err := proc.Open(proc.DefaultRoot)
+	if err != nil {
+		return err
+	}
+	r := fs.NewReader()
+	pc := proc.Pacer{Burst: *burst, Pause: *pause}
+	if *pause == 0 {
+		// No pause: one burst as long as the read.
+		pc.Burst = time.Hour
+	}
+	r.Select(pid)
+	st, err := r.Statm()
+	if err != nil {
+		return err
+	}
+	if err := r.HoldPagemap(); err != nil {
+		return err
+	}
+	var ru proc.Rollup
+	if err := r.Paced(&ru, &pc, st); err != nil {
+		return err
+	}
+	fmt.Printf("Pss %d Private %d, %d entries, %d pauses\n", ru.Pss, ru.PrivateClean+ru.PrivateDirty, pc.Entries, pc.Pauses)
 	return nil
 }
 
