@@ -339,38 +339,29 @@ func elem(b []byte, size int) ([]byte, []byte, error) {
 	return b[4 : 4+l], b[4+l:], nil
 }
 
-func int64s(b []byte, dst []int64) ([]int64, error) {
+// ints decodes an array of integers of size bytes (2, 4 or 8) into dst.
+func ints[T int16 | int32 | int64](b []byte, dst []T, size int) ([]T, error) {
 	n, b, err := arrayHeader(b)
 	for i := 0; i < n && err == nil; i++ {
 		var e []byte
-		if e, b, err = elem(b, 8); err == nil {
-			dst = append(dst, int64(binary.BigEndian.Uint64(e)))
+		if e, b, err = elem(b, size); err != nil {
+			break
+		}
+		switch size {
+		case 2:
+			dst = append(dst, T(int16(binary.BigEndian.Uint16(e))))
+		case 4:
+			dst = append(dst, T(int32(binary.BigEndian.Uint32(e))))
+		default:
+			dst = append(dst, T(int64(binary.BigEndian.Uint64(e))))
 		}
 	}
 	return dst, err
 }
 
-func int32s(b []byte, dst []int32) ([]int32, error) {
-	n, b, err := arrayHeader(b)
-	for i := 0; i < n && err == nil; i++ {
-		var e []byte
-		if e, b, err = elem(b, 4); err == nil {
-			dst = append(dst, int32(binary.BigEndian.Uint32(e)))
-		}
-	}
-	return dst, err
-}
-
-func int16s(b []byte, dst []int16) ([]int16, error) {
-	n, b, err := arrayHeader(b)
-	for i := 0; i < n && err == nil; i++ {
-		var e []byte
-		if e, b, err = elem(b, 2); err == nil {
-			dst = append(dst, int16(binary.BigEndian.Uint16(e)))
-		}
-	}
-	return dst, err
-}
+func int64s(b []byte, dst []int64) ([]int64, error) { return ints(b, dst, 8) }
+func int32s(b []byte, dst []int32) ([]int32, error) { return ints(b, dst, 4) }
+func int16s(b []byte, dst []int16) ([]int16, error) { return ints(b, dst, 2) }
 
 // texts decodes a text array; an element equal to prev's at the same
 // place is prev's string.
