@@ -143,9 +143,10 @@ history() {
 	local q=(--db "$url" --since 2026-12-01T00:00:00Z --until "$until" --gzip)
 	# Warm the server's cache once; each run then reads the same way.
 	"$agent" export "${q[@]}" -o "$work/warm.csv.gz" && rm -f "$work/warm.csv.gz"
+	printf '\\copy (%s) to stdout with (format csv, header)\n' "$(exportsql)" >"$work/copy.sql"
 	for round in 1 2; do
 		timed "memwho export --upload #$round" "$agent" export "${q[@]}" "${up[@]}" --upload "sftp://root@127.0.0.1:$sport$work/ssh/upload/hour$round.csv.gz"
-		timed "psql \\copy | gzip #$round" sh -c "psql -h 127.0.0.1 -p $port -U memwho -d fleet -qAt -c \"\\\\copy ($(exportsql)) to stdout with (format csv, header)\" | gzip > $work/psql$round.csv.gz"
+		timed "psql \\copy | gzip #$round" sh -c "psql -h 127.0.0.1 -p $port -U memwho -d fleet -q -f $work/copy.sql | gzip > $work/psql$round.csv.gz"
 	done
 	md5sum "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz" "$work/psql1.csv.gz" | sed "s|$work/||"
 	if cmp -s "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz"; then echo "memwho's two exports: byte-identical"; else echo "MISMATCH between memwho's two exports"; fi
