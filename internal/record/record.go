@@ -74,9 +74,10 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
 	if store.Shared(cfg.DB) && cfg.Interval >= connIdleFrom {
 		// A fleet's recorders hold a connection only while they
-		// write: 1,000 of them at one sample a minute need about one
-		// at a time, where keeping them needs max_connections of
-		// 1,000 and a backend's memory each (docs/fleet.md).
+		// write and a second after: 1,000 of them at one sample a
+		// minute hold about 30 at a time, where keeping them needs
+		// max_connections of 1,000 and a backend each (docs/fleet.md:
+		// with 10 s, 290 server processes).
 		opt.ConnIdle = connIdle
 	}
 	if store.Shared(cfg.DB) {
@@ -110,7 +111,7 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 // database connection after connIdle without a write.
 const (
 	connIdleFrom = 30 * time.Second
-	connIdle     = 10 * time.Second
+	connIdle     = time.Second
 )
 
 // Run records samples into st with sc until cfg.Count samples are taken
