@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 # podman (with runc) runs a real container for --by container, groff
 # renders the man pages, zsh and fish check the completion scripts,
 # chromium (headless) renders the --html pages, iproute2 routes an IPv6
-# prefix to lo in a network namespace (the agent's per-source limit).
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2)
+# prefix to lo in a network namespace (the agent's per-source limit),
+# lintian, rpmlint, rpm and cpio check and install the packages
+# (tools/pkg), systemd's systemd-analyze verifies the units, debootstrap
+# makes the Debian root in which a real systemd runs them, catatonit is
+# the pause process of the pods podman kube play runs.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,10 +41,23 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "test.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     "${as_root[@]}" apt-get update -qq
-    # Keep package-shipped services from starting: the tests start their own.
-    "${as_root[@]}" sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+    # Keep package-shipped services from starting: the tests start their
+    # own. A policy-rc.d is made only where there is none (noclobber: an
+    # admin's own is never replaced, and then it decides), marked, and
+    # removed only if it is still the one made here, also when apt fails.
+    policy_rc=/usr/sbin/policy-rc.d
+    policy_mark="# made by memwho's scripts/test.sh $$; it removes it after apt-get"
+    remove_policy_rc() {
+      "${as_root[@]}" sh -c '[ -f "$1" ] && [ ! -L "$1" ] && [ "$(sed -n 2p "$1")" = "$2" ] && rm -f "$1"' sh "$policy_rc" "$policy_mark" || true
+    }
+    if "${as_root[@]}" sh -c 'set -C; printf "#!/bin/sh\n%s\nexit 101\n" "$2" >"$1" && chmod 755 "$1"' sh "$policy_rc" "$policy_mark" 2>/dev/null; then
+      trap remove_policy_rc EXIT
+    else
+      echo "test.sh: $policy_rc exists: left as it is (it decides which services the packages start)"
+    fi
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    "${as_root[@]}" rm -f /usr/sbin/policy-rc.d
+    remove_policy_rc
+    trap - EXIT
   fi
 fi
 

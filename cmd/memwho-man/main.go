@@ -123,6 +123,20 @@ func generate(root string) (map[string][]byte, error) {
 	}
 	add := func(p manpage.Page) error {
 		p.Section, p.Source, p.Manual = 1, "memwho", "memwho manual"
+		t, err := manpage.Parse(p.Help)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		for _, d := range manpage.DocRefs(p.Help) {
+			// The packages install every docs/*.md in docDir.
+			if _, err := os.Stat(filepath.Join(root, "docs", d)); err != nil {
+				return fmt.Errorf("%s: its help text names docs/%s: %w", p.Name, d, err)
+			}
+		}
+		p.DocDir = docDir
+		p.ExitStatus = exitStatus()
+		p.Environment = environment(p.Name, t.Flags())
+		p.Files = filesSection(p.Name, t.Flags())
 		b, err := p.Roff()
 		files["man/"+p.Name+".1"] = b
 		return err
@@ -216,7 +230,15 @@ func completionTable(cmds []tableEntry) ([]byte, error) {
 			for i, n := range f.Names {
 				names[i] = strconv.Quote(n)
 			}
-			fmt.Fprintf(&b, "{Names: []string{%s}, Arg: %q, Help: %q},\n", strings.Join(names, ", "), f.Arg, f.Help)
+			values, users := flagValues(f)
+			fmt.Fprintf(&b, "{Names: []string{%s}, Arg: %q, Help: %q", strings.Join(names, ", "), f.Arg, f.Help)
+			if len(values) > 0 {
+				fmt.Fprintf(&b, ", Values: %#v", values)
+			}
+			if users {
+				b.WriteString(", Users: true")
+			}
+			b.WriteString("},\n")
 		}
 		b.WriteString("}},\n")
 	}

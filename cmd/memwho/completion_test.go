@@ -52,6 +52,17 @@ func TestCompletionBash(t *testing.T) {
 		{line: "memwho diff --by program --t", want: []string{"--top"}},
 		{line: "memwho snapshot -o ", want: nil},
 		{line: "memwho completion ", want: []string{"bash", "zsh", "fish"}},
+		// Flag values, from the packages that parse them and the help.
+		{line: "memwho --by ", want: []string{"program", "pid", "user", "container"}},
+		{line: "memwho report --sort s", want: []string{"shared", "swap"}, not: []string{"ram"}},
+		{line: "memwho --sort c", want: []string{"count"}, not: []string{"conns", "change"}},
+		{line: "memwho watch --sort c", want: []string{"count", "change", "conns"}},
+		{line: "memwho serve --by ", want: []string{"program", "container"}, not: []string{"pid"}},
+		{line: "memwho leaks --kind ", want: []string{"process", "program", "container"}},
+		{line: "memwho leaks --kind program,u", want: []string{"program,unit", "program,user"}},
+		{line: "memwho record --groups ", want: []string{"program", "none"}, not: []string{"process"}},
+		{line: "memwho -u roo", want: []string{"root"}},
+		{line: "memwho --user roo", want: []string{"root"}},
 	} {
 		words := strings.Split(tc.line, " ")
 		quoted := make([]string, len(words))
@@ -78,6 +89,49 @@ func TestCompletionBash(t *testing.T) {
 		}
 		if tc.want == nil && len(got) > 0 {
 			t.Errorf("%q completes to %q, want nothing (bash's default: files)", tc.line, got)
+		}
+	}
+}
+
+// TestCompletionFish asks fish itself (complete -C) what it offers for
+// a command line, flag values included.
+func TestCompletionFish(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("fish is not installed")
+	}
+	script := completionScript(t, "fish")
+	for _, tc := range []struct {
+		line      string
+		want, not []string
+	}{
+		{line: "memwho --b", want: []string{"--by"}},
+		{line: "memwho --by ", want: []string{"program", "pid", "container"}},
+		{line: "memwho watch --sort ", want: []string{"rate", "conns"}},
+		{line: "memwho serve --by ", want: []string{"unit"}, not: []string{"pid"}},
+		{line: "memwho leaks --kind program,", want: []string{"program,user", "program,slice"}},
+		{line: "memwho -u roo", want: []string{"root"}},
+	} {
+		out, err := exec.Command(fish, "--no-config", "-c", "source "+sq(script)+"; complete -C "+sq(tc.line)).CombinedOutput()
+		if err != nil {
+			t.Errorf("%q: %v\n%s", tc.line, err, out)
+			continue
+		}
+		var got []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if w, _, _ := strings.Cut(l, "\t"); w != "" {
+				got = append(got, w)
+			}
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%q completes to %q, want %q among them", tc.line, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if slices.Contains(got, w) {
+				t.Errorf("%q completes to %q, want no %q", tc.line, got, w)
+			}
 		}
 	}
 }

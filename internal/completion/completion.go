@@ -17,10 +17,29 @@ type Command struct {
 }
 
 // Flag is one flag of a command: its spellings ("-o", "--output"), its
-// value's placeholder (empty for a switch), its help.
+// value's placeholder (empty for a switch), its help, and what its value
+// may be: one of Values (a comma-separated list of them when Arg is
+// LIST), or a user name when Users is set. Any other value completes as
+// a file name.
 type Flag struct {
 	Names     []string
 	Arg, Help string
+	Values    []string
+	Users     bool
+}
+
+// list reports whether f takes a comma-separated list of its values.
+func (f Flag) list() bool { return f.Arg == "LIST" }
+
+// valued lists c's flags that complete their values.
+func valued(c Command) []Flag {
+	var out []Flag
+	for _, f := range c.Flags {
+		if len(f.Values) > 0 || f.Users {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Shells are the shells Script writes for.
@@ -54,6 +73,14 @@ func fishQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
 }
 
+func quoteAll(s []string, quote func(string) string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = quote(x)
+	}
+	return out
+}
+
 func commandNames(cmds []Command) []string {
 	names := make([]string, len(cmds))
 	for i, c := range cmds {
@@ -65,8 +92,35 @@ func commandNames(cmds []Command) []string {
 func bash(cmds []Command) string {
 	var b strings.Builder
 	b.WriteString("# bash completion for memwho (memwho completion bash)\n_memwho() {\n")
-	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} cmd=report\n")
+	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=report\n")
 	fmt.Fprintf(&b, "\tcase ${COMP_WORDS[1]} in\n\t%s) cmd=${COMP_WORDS[1]} ;;\n\tesac\n", strings.Join(commandNames(cmds), "|"))
+	// A flag's value: its words, a comma-separated list of them (the
+	// words after the last comma complete), or a user name.
+	b.WriteString("\tlocal words= list= users=\n\tcase $cmd in\n")
+	for _, c := range cmds {
+		v := valued(c)
+		if len(v) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\t%s)\n\t\tcase $prev in\n", c.Name)
+		for _, f := range v {
+			fmt.Fprintf(&b, "\t\t%s) ", strings.Join(f.Names, "|"))
+			switch {
+			case f.Users:
+				b.WriteString("users=1")
+			case f.list():
+				fmt.Fprintf(&b, "words=%s list=1", sq(strings.Join(f.Values, " ")))
+			default:
+				fmt.Fprintf(&b, "words=%s", sq(strings.Join(f.Values, " ")))
+			}
+			b.WriteString(" ;;\n")
+		}
+		b.WriteString("\t\tesac ;;\n")
+	}
+	b.WriteString("\tesac\n")
+	b.WriteString("\tif [[ -n $users ]]; then\n\t\tCOMPREPLY=($(compgen -u -- \"$cur\"))\n\t\treturn\n\telif [[ -n $list && $cur == *,* ]]; then\n")
+	b.WriteString("\t\tCOMPREPLY=($(compgen -W \"$words\" -P \"${cur%,*},\" -- \"${cur##*,}\"))\n\t\treturn\n")
+	b.WriteString("\telif [[ -n $words ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n\t\treturn\n\tfi\n")
 	b.WriteString("\tif [[ $cur == -* ]]; then\n\t\tlocal flags\n\t\tcase $cmd in\n")
 	for _, c := range cmds {
 		var names []string
@@ -92,6 +146,26 @@ func zsh(cmds []Command) string {
 	}
 	b.WriteString("\t\t)\n\t\t_describe -t commands 'memwho command' items\n\t\treturn\n\tfi\n")
 	fmt.Fprintf(&b, "\tcase $words[2] in\n\t(%s) cmd=$words[2] ;;\n\tesac\n", strings.Join(commandNames(cmds), "|"))
+	b.WriteString("\tcase $cmd:$words[CURRENT-1] in\n")
+	for _, c := range cmds {
+		for _, f := range valued(c) {
+			var pats []string
+			for _, n := range f.Names {
+				pats = append(pats, c.Name+":"+n)
+			}
+			fmt.Fprintf(&b, "\t(%s) ", strings.Join(pats, "|"))
+			switch {
+			case f.Users:
+				b.WriteString("_users")
+			case f.list():
+				fmt.Fprintf(&b, "_sequence compadd - %s", strings.Join(quoteAll(f.Values, sq), " "))
+			default:
+				fmt.Fprintf(&b, "compadd - %s", strings.Join(quoteAll(f.Values, sq), " "))
+			}
+			b.WriteString("; return ;;\n")
+		}
+	}
+	b.WriteString("\tesac\n")
 	b.WriteString("\tif [[ $PREFIX == -* ]]; then\n\t\tcase $cmd in\n")
 	for _, c := range cmds {
 		fmt.Fprintf(&b, "\t\t(%s) items=(", c.Name)
@@ -132,7 +206,15 @@ func fish(cmds []Command) string {
 					b.WriteString(" -s " + strings.TrimPrefix(n, "-"))
 				}
 			}
-			if f.Arg != "" {
+			switch {
+			case f.Users:
+				b.WriteString(" -x -a " + fishQuote("(__fish_complete_users)"))
+			case f.list():
+				// The words after the last comma: the list so far, then each.
+				b.WriteString(" -x -a " + fishQuote("(__fish_append , "+strings.Join(f.Values, " ")+")"))
+			case len(f.Values) > 0:
+				b.WriteString(" -x -a " + fishQuote(strings.Join(f.Values, " ")))
+			case f.Arg != "":
 				b.WriteString(" -r")
 			}
 			b.WriteString(" -d " + fishQuote(f.Help) + "\n")

@@ -127,6 +127,11 @@ func Parse(path string) (ref Ref, ok bool) {
 // component before it ("" at the top).
 func component(c, parent string) (Runtime, string, bool) {
 	if isID(c) {
+		if parent == "libpod_parent" {
+			// A podman pod under the cgroupfs manager: its containers
+			// are the libpod-ID directories inside.
+			return None, "", false
+		}
 		if parent == "docker" {
 			return Docker, c, true
 		}

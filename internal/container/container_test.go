@@ -39,6 +39,10 @@ func TestParse(t *testing.T) {
 		{"upper-case hex is no id", "/docker/" + "4F797C539E6C745DE61A93CA3FF892358ECBCACCD8414D5DB545C38428142970", Ref{}, false},
 		{"lxc monitor", "/lxc.monitor.web1", Ref{}, false},
 		{"podman pod slice", "/machine.slice/machine-libpod_pod_" + id9 + ".slice", Ref{}, false},
+		// cgroupfs manager: a pod's directory under libpod_parent holds
+		// its containers' (podman kube play without systemd).
+		{"podman pod, cgroupfs", "/libpod_parent/" + id9 + "/libpod-" + id8, Ref{Runtime: Podman, ID: id8}, true},
+		{"podman pod's own cgroup, cgroupfs", "/libpod_parent/" + id9, Ref{}, false},
 
 		// docker.
 		{"docker v1 cgroupfs (neuvector Debian)", "/docker/" + id3, Ref{Runtime: Docker, ID: id3}, true},

@@ -31,9 +31,23 @@ func TestPodmanLive(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: rootless podman needs a user session")
 	}
+	// podman's state lives in this test's own directories, not the
+	// system's /var/lib/containers: the test creates and removes only
+	// what it made, and runs again on a machine where the system's
+	// storage cannot work (its overlay driver over an overlayfs root
+	// failed every later run). vfs works on every file system.
+	state := t.TempDir()
+	root := filepath.Join(state, "var/lib/containers/storage")
+	global := []string{"--root", root, "--runroot", filepath.Join(state, "run"),
+		"--tmpdir", filepath.Join(state, "tmp"), "--storage-driver", "vfs", "--events-backend", "none"}
+	t.Cleanup(func() {
+		// vfs layers may hold read-only directories: podman removes them.
+		exec.Command(podman, append(global, "system", "reset", "--force")...).Run()
+	})
+	cmd := func(args ...string) *exec.Cmd { return exec.Command(podman, append(global, args...)...) }
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(podman, args...).CombinedOutput()
+		out, err := cmd(args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -53,11 +67,10 @@ func TestPodmanLive(t *testing.T) {
 	tag := fmt.Sprintf("localhost/memwho-live-test:%d", os.Getpid())
 	name := fmt.Sprintf("memwho-live-%d", os.Getpid())
 	run("import", image, tag)
-	t.Cleanup(func() { exec.Command(podman, "rmi", "-f", tag).Run() })
 	runArgs := []string{"run", "-d", "--name", name, "--runtime", "runc", "--network", "none",
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1000:1000",
 		tag, "/load", "-n", "2", "-private", "1MiB"}
-	if out, err := exec.Command(podman, runArgs...).CombinedOutput(); err != nil {
+	if out, err := cmd(runArgs...).CombinedOutput(); err != nil {
 		// podman's storage cannot work here (inside another container,
 		// overlay over overlayfs needs fuse-overlayfs): nothing of
 		// memwho's has run yet.
@@ -66,7 +79,7 @@ func TestPodmanLive(t *testing.T) {
 		}
 		t.Fatalf("podman %s: %v\n%s", strings.Join(runArgs, " "), err, out)
 	}
-	t.Cleanup(func() { exec.Command(podman, "rm", "-f", "-t", "0", name).Run() })
+	t.Cleanup(func() { cmd("rm", "-f", "-t", "0", name).Run() })
 	id := run("inspect", "-f", "{{.Id}}", name)
 	pid, err := strconv.Atoi(run("inspect", "-f", "{{.State.Pid}}", name))
 	if err != nil || pid <= 0 {
@@ -95,7 +108,7 @@ func TestPodmanLive(t *testing.T) {
 	if !ok || ref.Runtime != Podman || ref.ID != id {
 		t.Fatalf("Parse(%q) = %+v, %v; want podman %s", path, ref, ok, id)
 	}
-	if got := NewNames("/").Key(path); got != name {
+	if got := NewNames(state).Key(path); got != name {
 		t.Errorf("Key(%q) = %q, want %q", path, got, name)
 	}
 }

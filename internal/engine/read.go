@@ -28,7 +28,29 @@ import (
 //   - without a descriptor from an earlier read, the start time in stat,
 //     compared with the one recorded at the first read.
 //
-// A single file read alone (status for --fast) needs none.
+// A single file read alone (status for --fast) needs none. (A pagemap
+// descriptor held and read last, readPaced, is the second anchor's
+// twin.)
+//
+// # The paths of a read
+//
+// read calls readOnce, which takes the first path that applies; a path
+// that cannot finish (ok false) hands on to the next one below it
+// (TestReadPaths checks this table against the code):
+//
+//	path          taken when                                   anchor                           hands on when
+//	readPaced     page tables reach PacedMin (paced.go)        pagemap held, read last          pagemap refused or missing; a sparse address space before Linux 6.7; maps malformed
+//	readKept      a smaps_rollup descriptor is kept (rc.rfd)   the kept descriptor              the descriptor no longer reads (exit, exec); no exe link
+//	readHeld      not --fast, the walk not refused last time   smaps_rollup held, read last     smaps_rollup refused, missing or unparsable; ESRCH at the open of a known process
+//	readAnchored  always, last                                 the /proc/PID directory, or held statm  never: it ends the read
+//
+// A read ends in one state (type state): stExact (figures read, exact or
+// with a stated bound), stEstimate (--fast), stDenied and stMalformed
+// (status-based estimates), stKernel (no address space), stBroken (stat
+// or status unparsable), stGone (exited, or the PID reused) and
+// stStarved (memwho out of descriptors or memory). After readOnce, a
+// stKernel process whose threads live on is pointed at one of them
+// (toThread) and read once more.
 
 // read reads rc's process: its figures always, and with names its
 // identity and names too (stat, comm or status, the exe link, cmdline,

@@ -14,6 +14,8 @@ package manpage
 import (
 	"bytes"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -172,14 +174,44 @@ type Page struct {
 	Help string
 	// Commands, when present, make a COMMANDS section.
 	Commands []Command
+	// ExitStatus, Environment and Files make the sections of those
+	// names: each entry a term (an exit code, a variable, a path) and
+	// what it means.
+	ExitStatus, Environment, Files []Item
+	// DocDir, when set, is the directory the documents that the help
+	// text names as docs/NAME.md are installed in: the page names them
+	// there (/usr/share/doc/memwho/NAME.md), not in a source tree the
+	// reader may not have.
+	DocDir string
 	// SeeAlso are references ("memwho(1)").
 	SeeAlso []string
+}
+
+// Item is one entry of a section that lists terms.
+type Item struct{ Term, Text string }
+
+// docRef is a document named by its path in the source tree.
+var docRef = regexp.MustCompile(`\bdocs/([a-z][a-z0-9-]*\.md)\b`)
+
+// DocRefs returns the documents help names as docs/NAME.md.
+func DocRefs(help string) []string {
+	var out []string
+	for _, m := range docRef.FindAllStringSubmatch(help, -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
 
 // Roff renders p as a man(7) page. There is no date in it, so that the
 // same text gives the same page on every build.
 func (p Page) Roff() ([]byte, error) {
-	t, err := Parse(p.Help)
+	help := p.Help
+	if p.DocDir != "" {
+		help = docRef.ReplaceAllString(help, p.DocDir+"/$1")
+	}
+	t, err := Parse(help)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Name, err)
 	}
@@ -223,6 +255,18 @@ func (p Page) Roff() ([]byte, error) {
 		b.WriteString(".SH COMMANDS\n")
 		for _, c := range p.Commands {
 			fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", Escape(c.Name), text(c.Summary))
+		}
+	}
+	for _, sec := range []struct {
+		name  string
+		items []Item
+	}{{"EXIT STATUS", p.ExitStatus}, {"ENVIRONMENT", p.Environment}, {"FILES", p.Files}} {
+		if len(sec.items) == 0 {
+			continue
+		}
+		b.WriteString(".SH " + sec.name + "\n")
+		for _, it := range sec.items {
+			fmt.Fprintf(&b, ".TP\n%s\n%s\n", line("\\fB"+Escape(it.Term)+"\\fR"), text(it.Text))
 		}
 	}
 	for i, blk := range examples {

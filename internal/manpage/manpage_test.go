@@ -2,6 +2,7 @@ package manpage
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -145,4 +146,39 @@ func FuzzRoff(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRoffSections: EXIT STATUS, ENVIRONMENT and FILES come from the
+// page's items, and a document the help names as docs/NAME.md is named
+// where the packages install it.
+func TestRoffSections(t *testing.T) {
+	p := Page{
+		Name: "memwho-x", Section: 1, Summary: "x", Source: "memwho", Manual: "memwho manual",
+		Help:        "Usage: memwho x\n\nSee docs/agent.md, \"Connections\", and docs/safe.md.\n",
+		DocDir:      "/usr/share/doc/memwho",
+		ExitStatus:  []Item{{"0", "Success."}, {"2", "Usage."}},
+		Environment: []Item{{"MEMWHO_DB", "The database."}},
+		Files:       []Item{{".hidden", "A path that starts with a dot."}},
+	}
+	b, err := p.Roff()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{
+		"/usr/share/doc/memwho/agent.md, \"Connections\", and /usr/share/doc/memwho/safe.md.",
+		".SH EXIT STATUS\n.TP\n\\fB0\\fR\nSuccess.\n.TP\n\\fB2\\fR\nUsage.\n",
+		".SH ENVIRONMENT\n.TP\n\\fBMEMWHO_DB\\fR\nThe database.\n",
+		".SH FILES\n.TP\n\\fB.hidden\\fR\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "docs/") {
+		t.Errorf("a source-tree path is left:\n%s", got)
+	}
+	if refs := DocRefs(p.Help); !slices.Equal(refs, []string{"agent.md", "safe.md"}) {
+		t.Errorf("DocRefs = %q", refs)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,12 @@ import (
 
 // testVersion is what the test packages are stamped with.
 const testVersion = "0.0.1~pkgtest"
+
+// The packages' file names: the release is 1.
+const (
+	debName = "memwho_" + testVersion + "-1_amd64.deb"
+	rpmName = "memwho-" + testVersion + "-1.x86_64.rpm"
+)
 
 // buildPackages runs scripts/package.sh into a fresh directory and returns
 // it. Each build takes about 10 s (two static binaries, then nfpm).
@@ -59,7 +66,7 @@ func TestReproducible(t *testing.T) {
 		env = append(env, "GOCACHE="+t.TempDir())
 	}
 	b := buildPackages(t, "deb,rpm", env...)
-	for _, name := range []string{"memwho_" + testVersion + "_amd64.deb", "memwho-" + testVersion + ".x86_64.rpm"} {
+	for _, name := range []string{debName, rpmName} {
 		x, y := sha(t, filepath.Join(a, name)), sha(t, filepath.Join(b, name))
 		if x != y {
 			t.Errorf("%s: two builds differ: sha256 %s and %s", name, x, y)
@@ -113,7 +120,7 @@ func TestDebInstall(t *testing.T) {
 	if _, err := user.Lookup("memwho"); err == nil {
 		t.Skip("the user memwho exists already: the purge would delete it")
 	}
-	deb := filepath.Join(buildPackages(t, "deb"), "memwho_"+testVersion+"_amd64.deb")
+	deb := filepath.Join(buildPackages(t, "deb"), debName)
 
 	// What the package holds, and which of its directories exist before
 	// the install: after the purge, exactly those may remain.
@@ -197,6 +204,9 @@ func TestDebInstall(t *testing.T) {
 	if _, err := user.Lookup("memwho"); err == nil {
 		t.Error("the user memwho is left after the purge")
 	}
+	if b, err := exec.Command("dpkg-statoverride", "--list", bin).CombinedOutput(); err == nil {
+		t.Errorf("a statoverride of %s is left after the purge: %s", bin, b)
+	}
 }
 
 // checkInstalled checks owners, modes and capabilities after dpkg -i.
@@ -220,6 +230,11 @@ func checkInstalled(t *testing.T) {
 		t.Errorf("getcap: %q, want cap_dac_read_search,cap_sys_ptrace=ep", caps)
 	}
 	checkFile(t, bin, 0, g.Gid, want)
+	// dpkg applies the owner and mode at every unpack (an upgrade never
+	// leaves the binary runnable by everyone, even for a moment).
+	if so := strings.Fields(run(t, "dpkg-statoverride", "--list", bin)); !slices.Equal(so, []string{"root", "memwho", "750", bin}) {
+		t.Errorf("dpkg-statoverride --list %s: %q, want root memwho 750", bin, so)
+	}
 	checkFile(t, "/usr/bin/memwho-agent", 0, "0", 0o755)
 	for _, f := range []string{
 		"/usr/share/man/man1/memwho.1.gz",
@@ -227,10 +242,15 @@ func checkInstalled(t *testing.T) {
 		"/usr/share/zsh/vendor-completions/_memwho",
 		"/usr/share/fish/vendor_completions.d/memwho.fish",
 		"/usr/lib/systemd/system/memwho-export.timer",
+		"/usr/lib/sysusers.d/memwho.conf",
+		"/usr/share/doc/memwho/copyright",
+		"/usr/share/doc/memwho/changelog.Debian.gz",
+		"/usr/share/doc/memwho/agent.md",
+		"/usr/share/lintian/overrides/memwho",
 	} {
 		checkFile(t, f, 0, "0", 0o644)
 	}
-	for _, unit := range []string{"memwho.service", "memwho-export.service"} {
+	for _, unit := range []string{"memwho.service", "memwho-record.service", "memwho-export.service"} {
 		b, err := os.ReadFile("/usr/lib/systemd/system/" + unit)
 		if err != nil {
 			t.Fatal(err)
