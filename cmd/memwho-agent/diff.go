@@ -12,6 +12,7 @@ import (
 	"github.com/memwho/memwho/internal/container"
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/proc"
+	"github.com/memwho/memwho/internal/progress"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/sample"
 	"github.com/memwho/memwho/internal/snapshot"
@@ -32,7 +33,21 @@ type diffFlags struct {
 	procDir, socket string
 	top             int
 	asJSON, fresh   bool
-	fast            bool
+	fast, quiet     bool
+}
+
+// meteredStore counts the samples a read of the history goes through on
+// a progress line (a big history on a slow server).
+type meteredStore struct {
+	store.Store
+	m *progress.Meter
+}
+
+func (s meteredStore) Samples(ctx context.Context, q store.Query, fn func(*store.Sample) error) error {
+	return s.Store.Samples(ctx, q, func(x *store.Sample) error {
+		s.m.Add(1)
+		return fn(x)
+	})
 }
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,6 +64,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.procDir, "proc", proc.DefaultRoot, "")
 	fs.BoolVar(&f.fast, "fast", false, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "")
+	fs.BoolVar(&f.quiet, "quiet", false, "")
 	fs.StringVar(&f.socket, "agent-socket", defaultAgentSocket, "")
 	if err := cli.Parse(fs, diffUsage(), args, stdout); err != nil {
 		var ue *cli.UsageError
@@ -105,6 +121,12 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer st.Close()
+	if progress.Show(stderr, f.quiet) {
+		// Drawn only when the reads take longer than progress.Interval.
+		m := progress.Start(stderr, true, "diff", "samples", 0)
+		st = meteredStore{st, m}
+		defer m.Done()
+	}
 
 	var sides [2]report.DiffSide
 	var groups [2][]sample.Group

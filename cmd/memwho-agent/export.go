@@ -11,6 +11,7 @@ import (
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/export"
 	"github.com/memwho/memwho/internal/privilege"
+	"github.com/memwho/memwho/internal/progress"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/store"
 )
@@ -20,7 +21,7 @@ func exportUsage() string { return usage("export") }
 type exportFlags struct {
 	history                           historyFlags
 	since, until, host, table, format string
-	gzip                              bool
+	gzip, quiet                       bool
 	output                            string
 	up                                export.Upload
 }
@@ -39,6 +40,7 @@ func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.up.Identity, "identity", "", "")
 	fs.StringVar(&f.up.KnownHosts, "known-hosts", "", "")
 	fs.IntVar(&f.up.Retries, "retries", 3, "")
+	fs.BoolVar(&f.quiet, "quiet", false, "")
 }
 
 // exportPlan is the validated form of the flags.
@@ -114,6 +116,11 @@ func (f *exportFlags) run(ctx context.Context, args []string, stdout, stderr io.
 		// gzip(1)'s rule: binary garbage on a terminal helps nobody.
 		return cli.Usagef("compressed data not written to a terminal: use -o FILE or a redirection")
 	}
+	// Rows done, rate and time left on a terminal (pg_dump's and rsync's
+	// habit); nothing when stderr is a pipe or a file, or with --quiet.
+	meter := progress.Start(stderr, progress.Show(stderr, f.quiet), "export", "rows", 0)
+	defer meter.Done()
+	plan.opt.Progress = meter
 	var up func(ctx context.Context, src export.Source) error
 	if f.up.URL != "" {
 		// Before opening the database: a wrong URL or key should not
@@ -129,6 +136,11 @@ func (f *exportFlags) run(ctx context.Context, args []string, stdout, stderr io.
 		return err
 	}
 	defer st.Close()
+	if c, ok := st.(store.Counter); ok && meter != nil {
+		if samples, rows, err := c.Count(ctx, plan.query); err == nil {
+			meter.SetTotal(map[bool]int64{true: samples, false: rows}[plan.table == store.TableSamples])
+		}
+	}
 	src := export.History(st, plan.query, plan.table)
 	switch {
 	case up != nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/memwho/memwho/internal/atomicfile"
 	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/leaks"
+	"github.com/memwho/memwho/internal/progress"
 	"github.com/memwho/memwho/internal/store"
 )
 
@@ -21,7 +22,7 @@ type leaksFlags struct {
 	history                       historyFlags
 	until, host, kinds, minGrowth string
 	window, html                  string
-	allHosts                      bool
+	allHosts, quiet               bool
 	rep                           leaks.Report
 }
 
@@ -36,6 +37,7 @@ func (f *leaksFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.rep.Top, "top", 20, "")
 	fs.BoolVar(&f.rep.JSON, "json", false, "")
 	fs.StringVar(&f.html, "html", "", "")
+	fs.BoolVar(&f.quiet, "quiet", false, "")
 }
 
 // report validates the flags into the listing and the database to read.
@@ -109,6 +111,9 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer st.Close()
+	if progress.Show(stderr, f.quiet) {
+		rep.Progress = stderr
+	}
 	if err := rep.Write(ctx, st, stdout); err != nil {
 		return err
 	}

@@ -118,6 +118,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--top"}, Arg: "N", Help: "list at most N (default 20; 0 for all)"},
 		{Names: []string{"--json"}, Arg: "", Help: "JSON output (bytes, bytes per hour, seconds)"},
 		{Names: []string{"--html"}, Arg: "FILE", Help: "also write a self-contained page to FILE: each series' history charted with its fitted line and its projected time to exhaustion"},
+		{Names: []string{"--quiet"}, Arg: "", Help: "no progress line on a terminal (read samples, rate, time left; never shown when stderr is not a terminal)"},
 	}},
 	{Name: "export", Summary: "write recorded history as CSV, gzip, SFTP upload (memwho-agent)", Flags: []completion.Flag{
 		{Names: []string{"--db"}, Arg: "PATH|URL", Help: "history database: a SQLite file or postgres://... (default: the one 'memwho record' writes, see below)"},
@@ -132,6 +133,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--identity"}, Arg: "FILE", Help: "private key for --upload (default: ssh-agent through SSH_AUTH_SOCK)"},
 		{Names: []string{"--known-hosts"}, Arg: "FILE", Help: "known_hosts to check the server's host key against (default ~/.ssh/known_hosts); unknown hosts are refused"},
 		{Names: []string{"--retries"}, Arg: "N", Help: "start a dropped upload again up to N times (default 3)"},
+		{Names: []string{"--quiet"}, Arg: "", Help: "no progress line on a terminal (rows, rate, time left; never shown when stderr is not a terminal)"},
 	}},
 	{Name: "completion", Summary: "print a shell completion script: bash, zsh or fish", Flags: []completion.Flag{}},
 	{Name: "version", Summary: "print the version", Flags: []completion.Flag{}},

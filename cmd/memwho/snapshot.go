@@ -220,7 +220,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// it links the store. They are parsed here all the same, so that
 	// what is handed over is decided by the flags as parsed.
 	var since, to, db, host, procDir, socket string
-	var fast, fresh bool
+	var fast, fresh, quiet bool
 	fs.StringVar(&since, "since", "", "")
 	fs.StringVar(&to, "to", "", "")
 	fs.StringVar(&db, "db", "", "")
@@ -229,6 +229,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&socket, "agent-socket", "", "")
 	fs.BoolVar(&fast, "fast", false, "")
 	fs.BoolVar(&fresh, "fresh", false, "")
+	fs.BoolVar(&quiet, "quiet", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, diffUsage())
@@ -245,12 +246,12 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	history := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "to", "db", "host", "proc", "agent-socket", "fast", "fresh":
+		case "to", "db", "host", "proc", "agent-socket", "fast", "fresh", "quiet":
 			history = true
 		}
 	})
 	if history {
-		return cli.Usagef("--to, --db, --host, --proc, --agent-socket, --fast and --fresh go with --since")
+		return cli.Usagef("--to, --db, --host, --proc, --agent-socket, --fast, --fresh and --quiet go with --since")
 	}
 	if fs.NArg() != 2 {
 		return cli.Usagef("want two snapshot files, BEFORE and AFTER (flags first), or --since TIME; got %d argument(s)", fs.NArg())

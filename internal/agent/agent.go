@@ -82,6 +82,22 @@ type Options struct {
 	// read and one small file per zram device), so that snapshots carry
 	// the ledger's zram line.
 	SysRoot string
+	// Source, when set, is walked instead of a sampling engine built
+	// from Engine (which is then ignored, but for Conns, which says
+	// whether the TCP series are served): a fleet simulator
+	// (tools/fleetsim) serves many simulated hosts through this
+	// package's exposition this way.
+	Source Source
+}
+
+// Source is what an Agent walks: the sampling engine (*engine.Engine),
+// or anything that keeps its contract. Details returns one Detail per
+// process of the last snapshot Scan filled, in the same order.
+type Source interface {
+	Scan(*sample.Snapshot) error
+	Stats() engine.Stats
+	Details() []engine.Detail
+	Close() error
 }
 
 // Defaults for Options.
@@ -102,7 +118,8 @@ const (
 // concurrent use.
 type Agent struct {
 	opt Options
-	eng *engine.Engine
+	src Source
+	eng *engine.Engine // src, unless Options.Source was set
 	// beforeWalk, when set (by tests), runs at the start of every walk:
 	// a walk that hangs, which no file in a procfs tree can make happen
 	// since memwho never opens a FIFO or blocks on a read.
@@ -187,11 +204,14 @@ func New(opt Options) (*Agent, error) {
 	eo := opt.Engine
 	eo.NeedUID = eo.NeedUID || opt.By == sample.ByUser || opt.FullDetail
 	eo.NeedCgroup = eo.NeedCgroup || opt.By.NeedsCgroup() || opt.FullDetail
-	eng, err := engine.New(eo)
-	if err != nil {
-		return nil, err
+	a := &Agent{opt: opt, src: opt.Source, wake: make(chan struct{}, 1), freshMin: MinFreshAge}
+	if a.src == nil {
+		eng, err := engine.New(eo)
+		if err != nil {
+			return nil, err
+		}
+		a.eng, a.src = eng, eng
 	}
-	a := &Agent{opt: opt, eng: eng, wake: make(chan struct{}, 1), freshMin: MinFreshAge}
 	if eo.FS != nil && opt.By == sample.ByContainer {
 		// Read with the agent's own rights only: under a unit's
 		// ambient capabilities containers keep their short ids. The
@@ -216,7 +236,7 @@ func (a *Agent) Close() error {
 	if f != nil {
 		<-f.done
 	}
-	return a.eng.Close()
+	return a.src.Close()
 }
 
 // Walks returns how many walks have completed.
@@ -418,7 +438,7 @@ func (a *Agent) walk(f *flight, start time.Time) {
 	if a.beforeWalk != nil {
 		a.beforeWalk()
 	}
-	err := a.eng.Scan(snap)
+	err := a.src.Scan(snap)
 	if err == nil && snap.MeminfoOK && a.opt.SysRoot != "" {
 		// A malformed mm_stat leaves the devices read before it: the
 		// ledger's zram line is informational, the walk stands.
@@ -426,8 +446,8 @@ func (a *Agent) walk(f *flight, start time.Time) {
 	}
 	dur := time.Since(start)
 	st := &state{snap: snap, buf: buf, time: start, err: err, walkDur: dur, oldest: start}
-	stats := a.eng.Stats()
-	for _, d := range a.eng.Details() {
+	stats := a.src.Stats()
+	for _, d := range a.src.Details() {
 		if d.SampledAt.Before(st.oldest) {
 			st.oldest = d.SampledAt
 		}

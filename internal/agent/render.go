@@ -116,7 +116,7 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	}
 
 	var stale int
-	for _, d := range a.eng.Details() {
+	for _, d := range a.src.Details() {
 		if !d.Walked {
 			stale++
 		}
@@ -163,7 +163,7 @@ func (a *Agent) renderLedger(ex *expo, total *sample.Group, snap *sample.Snapsho
 // most RAM.
 func (a *Agent) renderTop(ex *expo, st *state, k int, conns bool) {
 	snap := st.snap
-	details := a.eng.Details()
+	details := a.src.Details()
 	top := topProcesses(snap.Procs, k, nil)
 	// Series in PID order: a stable layout for diffs and goldens.
 	slices.SortFunc(top, func(x, y int) int { return cmp.Compare(snap.Procs[x].PID, snap.Procs[y].PID) })

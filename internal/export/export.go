@@ -41,6 +41,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/memwho/memwho/internal/progress"
 )
 
 // Source writes the export, header line first, to w. It must write the
@@ -72,6 +75,10 @@ type Options struct {
 	// run in the caller's goroutine, one after the other (for comparison
 	// in benchmarks).
 	Blocks int
+	// Progress, when not nil, counts the CSV's rows (its lines but the
+	// header) as they pass; it starts again from 0 when Run does (an
+	// upload's retry).
+	Progress *progress.Meter
 }
 
 // Defaults for Options.
@@ -114,6 +121,7 @@ func Run(ctx context.Context, dst io.Writer, opt Options, src Source) (Stats, er
 	if opt.Blocks == 0 {
 		opt.Blocks = DefaultBlocks
 	}
+	opt.Progress.Set(-1) // the header is no row
 	cw := &countWriter{w: dst}
 	out := bufio.NewWriterSize(cw, outputBufferSize)
 	var sink io.Writer = out
@@ -136,11 +144,11 @@ func Run(ctx context.Context, dst io.Writer, opt Options, src Source) (Stats, er
 	if opt.Blocks < 0 || !opt.Gzip {
 		// Without compression there is nothing worth a second goroutine:
 		// the output buffer alone batches the source's small writes.
-		sw := &countWriter{w: sink}
+		sw := &countWriter{w: sink, lines: opt.Progress}
 		err = src(ctx, sw)
 		st.CSVBytes = sw.n
 	} else {
-		st.CSVBytes, err = runAsync(ctx, sink, opt, src)
+		st.CSVBytes, err = runAsync(ctx, &countWriter{w: sink, lines: opt.Progress}, opt, src)
 	}
 	if err == nil && zw != nil {
 		err = zw.Close()
@@ -255,14 +263,21 @@ func (w *blockWriter) flush() error {
 	}
 }
 
-// countWriter counts the bytes written through it.
+// countWriter counts the bytes written through it, and the lines when
+// lines is set.
 type countWriter struct {
-	w io.Writer
-	n int64
+	w     io.Writer
+	n     int64
+	lines *progress.Meter
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if c.lines != nil {
+		c.lines.Add(int64(bytes.Count(p[:n], newline)))
+	}
 	return n, err
 }
+
+var newline = []byte{'\n'}

@@ -80,9 +80,15 @@ const maxFitPoints = 200
 
 // Analyze fits pts, which must be in time order.
 func Analyze(pts []Point) Fit {
+	f, _ := analyze(pts, nil)
+	return f
+}
+
+// analyze is Analyze with scratch space for the fit, handed back.
+func analyze(pts []Point, scratch []float64) (Fit, []float64) {
 	f := Fit{N: len(pts)}
 	if len(pts) < 2 {
-		return f
+		return f, scratch
 	}
 	up := 0
 	for i := 1; i < len(pts); i++ {
@@ -91,12 +97,12 @@ func Analyze(pts []Point) Fit {
 		}
 	}
 	f.Steady = float64(up) / float64(len(pts)-1)
-	f.Slope, f.Intercept = trend.TheilSen(reduce(pts, maxFitPoints))
+	f.Slope, f.Intercept, scratch = trend.TheilSenScratch(reduce(pts, maxFitPoints), scratch)
 	f.Recent = f.Slope
 	mid := (pts[0].T + pts[len(pts)-1].T) / 2
 	half, _ := slices.BinarySearchFunc(pts, mid, func(p Point, t float64) int { return cmp.Compare(p.T, t) })
 	if late := pts[half:]; len(late) >= 3 {
-		f.Recent, _ = trend.TheilSen(reduce(late, maxFitPoints))
+		f.Recent, _, scratch = trend.TheilSenScratch(reduce(late, maxFitPoints), scratch)
 	}
 	f.Growth = min(f.Slope, f.Recent)
 	var mean float64
@@ -115,7 +121,7 @@ func Analyze(pts []Point) Fit {
 	if tot > 0 {
 		f.R2 = 1 - res/tot
 	}
-	return f
+	return f, scratch
 }
 
 // reduce returns pts cut into at most max runs of consecutive points,

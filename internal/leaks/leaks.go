@@ -3,7 +3,9 @@ package leaks
 import (
 	"cmp"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/memwho/memwho/internal/store"
@@ -80,15 +82,29 @@ type seriesKey struct {
 }
 
 type series struct {
+	k     seriesKey
+	at    int // its place in its host's last sample (hostState.prev)
 	pts   []Point
 	first time.Time
 	last  time.Time
 	row   store.Row // the latest
 }
 
+// same says whether row r of a sample of boot is a point of s.
+func (s *series) same(r *store.Row, boot string) bool {
+	k := &s.k
+	return k.kind == r.Kind && k.pid == r.PID && k.start == r.StartTime && k.key == r.Key &&
+		(r.Kind != store.KindProcess || k.boot == boot)
+}
+
 type hostState struct {
 	first, last time.Time
 	headroom    uint64 // MemAvailable + SwapFree at last; 0 unknown
+	// prev are the series of the host's last sample, in its row order:
+	// the next sample's rows mostly are the same series in the same
+	// order (rows are sorted, and most processes live on), so a row is
+	// matched against the one at the same place before the map is asked.
+	prev, cur []*series
 }
 
 // Collector gathers series from samples (in time order per host).
@@ -119,21 +135,36 @@ func (c *Collector) Add(s *store.Sample) {
 		h.headroom = s.Meminfo.MemAvailable + s.Meminfo.SwapFree
 	}
 	t := s.Time.Sub(c.origin).Hours()
+	cur := h.cur[:0]
+	j := 0 // where in h.prev the next row is looked for
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		k := seriesKey{host: s.Host, kind: r.Kind, key: r.Key}
-		if r.Kind == store.KindProcess {
-			k.boot, k.pid, k.start = s.BootID, r.PID, r.StartTime
+		var sr *series
+		if j < len(h.prev) && h.prev[j].same(r, s.BootID) {
+			sr = h.prev[j]
+			j++
+		} else {
+			k := seriesKey{host: s.Host, kind: r.Kind, key: r.Key}
+			if r.Kind == store.KindProcess {
+				k.boot, k.pid, k.start = s.BootID, r.PID, r.StartTime
+			}
+			sr = c.series[k]
+			if sr == nil {
+				sr = &series{k: k, first: s.Time}
+				c.series[k] = sr
+			}
+			// The rows after it are likely those after it before.
+			if sr.at < len(h.prev) && h.prev[sr.at] == sr {
+				j = sr.at + 1
+			}
 		}
-		sr := c.series[k]
-		if sr == nil {
-			sr = &series{first: s.Time}
-			c.series[k] = sr
-		}
+		sr.at = len(cur)
 		sr.pts = append(sr.pts, Point{T: t, V: float64(r.Footprint())})
 		sr.last = s.Time
 		sr.row = *r
+		cur = append(cur, sr)
 	}
+	h.prev, h.cur = cur, h.prev
 }
 
 // Hosts returns the number of hosts seen.
@@ -143,20 +174,42 @@ func (c *Collector) Hosts() int { return len(c.hosts) }
 // first by Fit.Growth (ties by kind, then key, then pid).
 func (c *Collector) Rank(opt Options) []Leak {
 	opt.defaults()
-	var out []Leak
-	for k, sr := range c.series {
+	var cands []*series
+	for _, sr := range c.series {
 		if len(sr.pts) < opt.MinPoints {
 			continue
 		}
-		h := c.hosts[k.host]
+		h := c.hosts[sr.k.host]
 		if span := h.last.Sub(h.first); opt.MinCover > 0 && span > 0 &&
 			float64(sr.last.Sub(sr.first)) < opt.MinCover*float64(span) {
 			continue
 		}
-		f := Analyze(sr.pts)
+		cands = append(cands, sr)
+	}
+	// The fits are independent: one goroutine per core, each with its
+	// own scratch space (a fleet's hour is 400,000 series of 60 points).
+	fits := make([]Fit, len(cands))
+	workers := min(runtime.GOMAXPROCS(0), max(len(cands)/256, 1))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var scratch []float64
+			for i := w; i < len(cands); i += workers {
+				fits[i], scratch = analyze(cands[i].pts, scratch)
+			}
+		}()
+	}
+	wg.Wait()
+	var out []Leak
+	for i, sr := range cands {
+		f := fits[i]
 		if f.Growth < opt.MinSlope {
 			continue
 		}
+		k := &sr.k
+		h := c.hosts[k.host]
 		l := Leak{
 			Host: k.host, Kind: k.kind, Key: k.key, PID: k.pid, StartTime: k.start,
 			Count: sr.row.Count, Fit: f, First: sr.first, Last: sr.last,

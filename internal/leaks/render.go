@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memwho/memwho/internal/progress"
 	"github.com/memwho/memwho/internal/report"
 	"github.com/memwho/memwho/internal/store"
 )
@@ -36,6 +37,9 @@ type Report struct {
 	// Page, when not nil, also gets the HTML page of the listing: each
 	// series' history charted with its fitted line (--html).
 	Page io.Writer
+	// Progress, when not nil, gets a progress line while the samples are
+	// read (a terminal; see package progress).
+	Progress io.Writer
 }
 
 // Write ranks what grew in st over the report's window and writes the
@@ -45,13 +49,27 @@ func (rep *Report) Write(ctx context.Context, st store.Store, w io.Writer) error
 	c := NewCollector()
 	samples := 0
 	var last store.Sample
-	q := store.Query{Since: rep.Since, Until: rep.Until, Host: rep.Host}
+	q := store.Query{Since: rep.Since, Until: rep.Until, Host: rep.Host, Growth: true}
+	var meter *progress.Meter
+	if rep.Progress != nil {
+		var total int64
+		if cn, ok := st.(store.Counter); ok {
+			total, _, _ = cn.Count(ctx, q)
+		}
+		meter = progress.Start(rep.Progress, true, "leaks", "samples", total)
+	}
 	err := st.Samples(ctx, q, func(s *store.Sample) error {
 		samples++
 		c.Add(s)
-		last.Time, last.Host, last.Meminfo = s.Time, s.Host, s.Meminfo
+		meter.Add(1)
+		// Hosts may come interleaved (store.Query.Growth): the latest
+		// sample is the last.
+		if samples == 1 || !s.Time.Before(last.Time) {
+			last.Time, last.Host, last.Meminfo = s.Time, s.Host, s.Meminfo
+		}
 		return nil
 	})
+	meter.Done()
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,14 @@ type Config struct {
 // warn.
 func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	opt := store.OpenOptions{SpoolMax: cfg.SpoolMax, Warn: warn.Print}
+	if store.Shared(cfg.DB) && cfg.Interval >= connIdleFrom {
+		// A fleet's recorders hold a connection only while they
+		// write and a second after: 1,000 of them at one sample a
+		// minute hold about 30 at a time, where keeping them needs
+		// max_connections of 1,000 and a backend each (docs/fleet.md:
+		// with 10 s, 290 server processes).
+		opt.ConnIdle = connIdle
+	}
 	if store.Shared(cfg.DB) {
 		opt.SpoolDir = cfg.Spool
 		if opt.SpoolDir == "" {
@@ -99,45 +107,20 @@ func Open(ctx context.Context, cfg *Config, warn *Warner) (store.Store, error) {
 	return store.Open(ctx, cfg.DB, opt)
 }
 
+// A recorder whose interval is at least connIdleFrom closes its
+// database connection after connIdle without a write.
+const (
+	connIdleFrom = 30 * time.Second
+	connIdle     = time.Second
+)
+
 // Run records samples into st with sc until cfg.Count samples are taken
 // or ctx is done, and returns nil then. fs is the procfs tree sc reads
 // (for the boot id). A failed scan and a database busy with another
 // writer are warnings; any other write error ends the run.
 func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Config, log io.Writer, warn *Warner) error {
-	limits := cgroup.NewLimits(cfg.CgroupRoot)
-	defer limits.Close()
-	b := store.Builder{
-		Host:   cfg.Host,
-		BootID: BootID(fs),
-		Kinds:  cfg.Kinds,
-		// Names are read with the recorder's own rights: with the
-		// capabilities of a unit, containers keep their short ids.
-		Containers: container.NewNames(container.RootFor(fs.Root())),
-		Limit: func(p *sample.Process) store.Limit {
-			l := limits.Of(p.Cgroup)
-			return store.Limit{Limit: l.Limit, Free: l.Free}
-		},
-	}
-	shared := store.Shared(cfg.DB)
-	// A SQLite file removed or replaced under a running recorder took
-	// every later sample into an unlinked inode, with exit 0 (audit of
-	// 2026-11-26): the path is checked before each write against the
-	// file the store opened, not the one the path named when Run
-	// started (a replacement in between slipped past: seventeenth
-	// review, second pass).
-	file := store.FilePath(cfg.DB)
-	var opened os.FileInfo
-	if f, ok := st.(store.Filer); ok && file != "" {
-		opened = f.Opened()
-	} else if file != "" {
-		opened, _ = os.Stat(file)
-	}
-	overBound := false // warned that --max-size cannot be met
-	pidsGone := false  // warned that -p's processes are all gone
-	var (
-		snap sample.Snapshot
-		s    store.Sample
-	)
+	r := New(st, sc, fs, cfg, log, warn)
+	defer r.Close()
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
 	for n := 0; cfg.Count == 0 || n < cfg.Count; n++ {
@@ -148,90 +131,164 @@ func Run(ctx context.Context, st store.Store, sc Scanner, fs *proc.FS, cfg *Conf
 			case <-tick.C:
 			}
 		}
-		start := time.Now()
-		if err := sc.Scan(&snap); err != nil {
-			warn.Print(fmt.Sprintf("scan: %v", err))
-			continue
+		stored, err := r.Sample(ctx)
+		if err != nil {
+			return err
 		}
-		limits.Reset()
-		b.Fill(&s, &snap)
-		if len(cfg.PIDs) > 0 {
-			// Samples of no process are stored (the host's meminfo is
-			// still worth having) but would pass for a recording of
-			// the processes asked for: said once each time they are
-			// all gone.
-			if s.Procs == 0 && !pidsGone {
-				warn.Print(fmt.Sprintf("none of the processes -p names (%s) is running: samples hold no processes", pidList(cfg.PIDs)))
-			}
-			pidsGone = s.Procs == 0
-		}
-		if opened != nil {
-			if now, err := os.Stat(file); err != nil || !os.SameFile(opened, now) {
-				return fmt.Errorf("the history %s was removed or replaced while recording: sample of %s not stored (start record again)", file, s.Time.Format(time.TimeOnly))
-			}
-		}
-		// The write runs to completion even when a signal arrives: a
-		// sample is cheap to finish, and stopping is checked right after.
-		if err := st.Write(context.WithoutCancel(ctx), &s); err != nil {
-			// Only a database busy with another writer may clear up by
-			// itself; a full disk, an I/O error or a refusal by the
-			// server would lose every later sample as well, so it ends
-			// the run with an error (and a non-zero exit) instead of a
-			// warning nobody reads.
-			if !errors.Is(err, store.ErrBusy) {
-				return fmt.Errorf("sample of %s not stored: %w", s.Time.Format(time.TimeOnly), err)
-			}
-			warn.Print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
-			continue
-		}
-		if sp, ok := st.(store.Spooler); ok && sp.Spooled() {
-			// The server is away: pruning would fail at every sample,
-			// and the outage is the store's one warning (and one when
-			// it is back). Warnings are not re-armed: nothing was
-			// stored.
-			if cfg.Verbose {
-				fmt.Fprintf(log, "memwho: sample %s: spooled, not stored yet: %d processes, %d rows, %v\n",
-					s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		if cfg.Keep > 0 || (cfg.MaxSize > 0 && !shared) {
-			r := store.Retention{Host: cfg.Host}
-			if cfg.Keep > 0 {
-				r.Before = s.Time.Add(-cfg.Keep)
-			}
-			if !shared {
-				r.MaxSize = cfg.MaxSize
-				// Each recorder prunes what it wrote; a SQLite file is
-				// normally one host's, and the size bound is the file's.
-				r.Host = ""
-			}
-			p, err := st.Prune(context.WithoutCancel(ctx), r)
-			if err != nil {
-				warn.Print(fmt.Sprintf("retention: %v", err))
-			} else if p.Samples > 0 && cfg.Verbose {
-				fmt.Fprintf(log, "memwho: retention deleted %d samples (database now %d bytes)\n", p.Samples, p.Size)
-			}
-			if p.OverBound && !overBound {
-				// Once per run: it stays true at every sample, and the
-				// cure (a larger --max-size) is the user's.
-				overBound = true
-				warn.Print(fmt.Sprintf("retention: the history is %d bytes, over --max-size %d bytes with only its newest sample left: kept; raise --max-size", p.Size, cfg.MaxSize))
-			}
-		}
-		warn.OK()
-		if cfg.Verbose {
-			fmt.Fprintf(log, "memwho: sample %s: %d processes, %d rows, %v\n",
-				s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
-		}
-		if ctx.Err() != nil {
+		if stored && ctx.Err() != nil {
 			break
 		}
 	}
 	return nil
+}
+
+// Recorder takes the samples of one run: Run calls Sample once per
+// interval; a fleet simulator (tools/fleetsim) calls it for many hosts
+// on a clock of its own, so that what it measures is this code.
+type Recorder struct {
+	st     store.Store
+	sc     Scanner
+	cfg    *Config
+	log    io.Writer
+	warn   *Warner
+	limits *cgroup.Limits
+	b      store.Builder
+	shared bool
+	file   string
+	opened os.FileInfo
+
+	overBound bool // warned that --max-size cannot be met
+	pidsGone  bool // warned that -p's processes are all gone
+	snap      sample.Snapshot
+	s         store.Sample
+}
+
+// New returns the Recorder of one run (see Run for the arguments). Close
+// it when done.
+func New(st store.Store, sc Scanner, fs *proc.FS, cfg *Config, log io.Writer, warn *Warner) *Recorder {
+	r := &Recorder{st: st, sc: sc, cfg: cfg, log: log, warn: warn, limits: cgroup.NewLimits(cfg.CgroupRoot)}
+	r.b = store.Builder{
+		Host:   cfg.Host,
+		BootID: BootID(fs),
+		Kinds:  cfg.Kinds,
+		// Names are read with the recorder's own rights: with the
+		// capabilities of a unit, containers keep their short ids.
+		Containers: container.NewNames(container.RootFor(fs.Root())),
+		Limit: func(p *sample.Process) store.Limit {
+			l := r.limits.Of(p.Cgroup)
+			return store.Limit{Limit: l.Limit, Free: l.Free}
+		},
+	}
+	r.shared = store.Shared(cfg.DB)
+	// A SQLite file removed or replaced under a running recorder took
+	// every later sample into an unlinked inode, with exit 0 (audit of
+	// 2026-11-26): the path is checked before each write against the
+	// file the store opened, not the one the path named when Run
+	// started (a replacement in between slipped past: seventeenth
+	// review, second pass).
+	r.file = store.FilePath(cfg.DB)
+	if f, ok := st.(store.Filer); ok && r.file != "" {
+		r.opened = f.Opened()
+	} else if r.file != "" {
+		r.opened, _ = os.Stat(r.file)
+	}
+	return r
+}
+
+// Close releases what New opened (not the store or the scanner).
+func (r *Recorder) Close() { r.limits.Close() }
+
+// Last returns the sample taken last (valid until the next Sample).
+func (r *Recorder) Last() *store.Sample { return &r.s }
+
+// Sample takes one sample, stores it and applies retention. stored says
+// whether it reached the history (or the spool); a failed scan or a busy
+// database is a warning and stored false. An error ends the run.
+func (r *Recorder) Sample(ctx context.Context) (stored bool, err error) {
+	cfg, warn, log := r.cfg, r.warn, r.log
+	start := time.Now()
+	if err := r.sc.Scan(&r.snap); err != nil {
+		warn.Print(fmt.Sprintf("scan: %v", err))
+		return false, nil
+	}
+	r.limits.Reset()
+	s := &r.s
+	r.b.Fill(s, &r.snap)
+	if len(cfg.PIDs) > 0 {
+		// Samples of no process are stored (the host's meminfo is
+		// still worth having) but would pass for a recording of
+		// the processes asked for: said once each time they are
+		// all gone.
+		if s.Procs == 0 && !r.pidsGone {
+			warn.Print(fmt.Sprintf("none of the processes -p names (%s) is running: samples hold no processes", pidList(cfg.PIDs)))
+		}
+		r.pidsGone = s.Procs == 0
+	}
+	if r.opened != nil {
+		if now, err := os.Stat(r.file); err != nil || !os.SameFile(r.opened, now) {
+			return false, fmt.Errorf("the history %s was removed or replaced while recording: sample of %s not stored (start record again)", r.file, s.Time.Format(time.TimeOnly))
+		}
+	}
+	// The write runs to completion even when a signal arrives: a
+	// sample is cheap to finish, and stopping is checked right after.
+	if err := r.st.Write(context.WithoutCancel(ctx), s); err != nil {
+		// Only a database busy with another writer may clear up by
+		// itself; a full disk, an I/O error or a refusal by the
+		// server would lose every later sample as well, so it ends
+		// the run with an error (and a non-zero exit) instead of a
+		// warning nobody reads.
+		if !errors.Is(err, store.ErrBusy) {
+			return false, fmt.Errorf("sample of %s not stored: %w", s.Time.Format(time.TimeOnly), err)
+		}
+		warn.Print(fmt.Sprintf("sample of %s not stored: %v", s.Time.Format(time.TimeOnly), err))
+		return false, nil
+	}
+	if sp, ok := r.st.(store.Spooler); ok && sp.Spooled() {
+		// The server is away: pruning would fail at every sample,
+		// and the outage is the store's one warning (and one when
+		// it is back). Warnings are not re-armed: nothing was
+		// stored.
+		if cfg.Verbose {
+			fmt.Fprintf(log, "memwho: sample %s: spooled, not stored yet: %d processes, %d rows, %v\n",
+				s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
+		}
+		return true, nil
+	}
+	// A shared history is told every host's --keep, 0 included: it
+	// drops a day of the whole fleet only when no host keeps it.
+	if cfg.Keep > 0 || (cfg.MaxSize > 0 && !r.shared) || r.shared {
+		ret := store.Retention{Host: cfg.Host}
+		if r.shared {
+			ret.Keep, ret.Now = cfg.Keep, s.Time
+		}
+		if cfg.Keep > 0 {
+			ret.Before = s.Time.Add(-cfg.Keep)
+		}
+		if !r.shared {
+			ret.MaxSize = cfg.MaxSize
+			// Each recorder prunes what it wrote; a SQLite file is
+			// normally one host's, and the size bound is the file's.
+			ret.Host = ""
+		}
+		p, err := r.st.Prune(context.WithoutCancel(ctx), ret)
+		if err != nil {
+			warn.Print(fmt.Sprintf("retention: %v", err))
+		} else if p.Samples > 0 && cfg.Verbose {
+			fmt.Fprintf(log, "memwho: retention deleted %d samples (database now %d bytes)\n", p.Samples, p.Size)
+		}
+		if p.OverBound && !r.overBound {
+			// Once per run: it stays true at every sample, and the
+			// cure (a larger --max-size) is the user's.
+			r.overBound = true
+			warn.Print(fmt.Sprintf("retention: the history is %d bytes, over --max-size %d bytes with only its newest sample left: kept; raise --max-size", p.Size, cfg.MaxSize))
+		}
+	}
+	warn.OK()
+	if cfg.Verbose {
+		fmt.Fprintf(log, "memwho: sample %s: %d processes, %d rows, %v\n",
+			s.Time.Format("15:04:05.000"), s.Procs, len(s.Rows), time.Since(start).Round(time.Millisecond))
+	}
+	return true, nil
 }
 
 // pidList spells pids as -p takes them, at most ten.

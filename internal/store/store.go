@@ -66,6 +66,24 @@
 //
 // Indexes: samples(ts, host) and samples(host, ts).
 //
+// # PostgreSQL, version 3
+//
+// A shared PostgreSQL history (many hosts, one database) is at version 3
+// (PostgresSchemaVersion; SQLite stays at version 2). Version 3 keeps
+// table samples' columns and holds each sample's usage rows in it, as
+// arrays in seq order, one element per row: nrows (integer), kind
+// (smallint[]: the Kind), key (text[]), pid, count and estimated
+// (integer[]), start_time, pss, private, shared, swap, mem_limit and
+// mem_limit_free (bigint[]); there is no table usage. Table samples is
+// partitioned by range of ts, one partition per UTC day
+// (samples_pYYYYMMDD), made by the writers a day ahead. Indexes:
+// (ts, host COLLATE "C", id), the export order, and (host, ts). Table
+// retention (host, keep_ms, seen_ms) holds each recorder's --keep: a day
+// is dropped once no host that records keeps it (store/postgres,
+// retention.go). Opening a version 2 database as a writer migrates it
+// in one transaction: every day gets its partition, every sample its
+// arrays. Why: docs/fleet.md.
+//
 // # CSV
 //
 // [Store.ExportCSV] writes a header line and then one line per row, in
@@ -93,8 +111,13 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// SchemaVersion is the schema version this build writes and reads.
+// SchemaVersion is the schema version this build writes and reads in
+// SQLite (see LatestVersion).
 const SchemaVersion = 2
+
+// PostgresSchemaVersion is the schema version this build writes and
+// reads in PostgreSQL: version 3 (see "PostgreSQL, version 3" above).
+const PostgresSchemaVersion = 3
 
 // ErrSchemaTooNew is returned by Open when the database was written by a
 // newer memwho whose schema this build does not know.
@@ -210,6 +233,13 @@ type Query struct {
 	// NoRows skips table usage: Samples then delivers samples with empty
 	// Rows and ExportCSV refuses TableUsage.
 	NoRows bool
+	// Growth asks Samples for what ranking growth reads (package leaks),
+	// as fast as the store can give it: rows may come without Private,
+	// Shared and Estimated (zero), and samples in time order per host
+	// only, hosts interleaved in any way (PostgreSQL reads the hosts of
+	// a fleet over two connections at once). fn is still called by one
+	// goroutine at a time.
+	Growth bool
 }
 
 // Table names what ExportCSV writes.
@@ -254,6 +284,14 @@ type Retention struct {
 	// Host, when not empty, restricts deletion to this host's samples
 	// (a shared PostgreSQL database: each recorder prunes its own).
 	Host string
+	// Keep is the recorder's --keep (0: keep everything) and Now the time
+	// of the sample it just took. A shared PostgreSQL history keeps each
+	// host's Keep: it drops a whole day of every host once it is older
+	// than the longest Keep of any recording host, and deletes a host's
+	// own samples only when that host keeps less than the longest
+	// (docs/fleet.md, "Retention"). Without Now, Before alone decides.
+	Keep time.Duration
+	Now  time.Time
 }
 
 // Pruned reports what Prune did.
@@ -304,6 +342,14 @@ type Spooler interface {
 	Spooled() bool
 }
 
+// Counter is implemented by a Store that can say how much a query
+// selects without reading it: what a progress line counts towards.
+type Counter interface {
+	// Count returns the number of samples q selects and of their usage
+	// rows.
+	Count(ctx context.Context, q Query) (samples, rows int64, err error)
+}
+
 // Filer is implemented by a Store kept in one file (SQLite).
 type Filer interface {
 	// Opened returns the file as it was when the store opened it: a
@@ -346,6 +392,11 @@ type OpenOptions struct {
 	// SpoolMax bounds the spool in bytes; the oldest spooled samples are
 	// dropped beyond it. 0 means 64 MiB.
 	SpoolMax int64
+	// ConnIdle, when positive, closes a server's connections (PostgreSQL)
+	// idle for about that long: a recorder sampling every minute then
+	// holds none between samples, so that a fleet of 1,000 fits in a
+	// server's default 100 connections (docs/fleet.md). 0 keeps them.
+	ConnIdle time.Duration
 	// Warn, if set, receives messages worth a "memwho: warning:" line
 	// (spooling started, samples dropped, ...). Nil discards them.
 	Warn func(msg string)

@@ -62,18 +62,26 @@ func Slope(pts []Point, per float64, scratch []float64) (float64, []float64) {
 // that slope. With no usable pair the slope is 0 and the intercept the
 // median value.
 func TheilSen(pts []Point) (slope, intercept float64) {
+	slope, intercept, _ = TheilSenScratch(pts, nil)
+	return slope, intercept
+}
+
+// TheilSenScratch is TheilSen with the O(n²) scratch space of Slope
+// passed in and handed back for reuse: a ranking of a fleet's 400,000
+// series fits them all without allocating 400,000 times.
+func TheilSenScratch(pts []Point, scratch []float64) (slope, intercept float64, _ []float64) {
 	switch len(pts) {
 	case 0:
-		return 0, 0
+		return 0, 0, scratch
 	case 1:
-		return 0, pts[0].V
+		return 0, pts[0].V, scratch
 	}
-	slope, scratch := Slope(pts, 1, nil)
+	slope, scratch = Slope(pts, 1, scratch)
 	icpt := scratch[:0]
 	for _, p := range pts {
 		icpt = append(icpt, p.V-slope*p.T)
 	}
-	return slope, Median(icpt)
+	return slope, Median(icpt), icpt
 }
 
 // Median returns the median of xs (the mean of the two middle values for

@@ -22,16 +22,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"math"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -57,6 +54,14 @@ type DB struct {
 	// were found here and reported: one warning per run each.
 	waiting map[string]bool
 	spooled bool // the last Write spooled its sample
+
+	days          map[int64]bool // day partitions known to exist (write.go)
+	cols          columns        // a sample's rows as arrays, reused
+	announced     time.Time      // when retention last recorded this host's keep
+	dropped       time.Time      // when retention last looked for days to drop
+	announcedKeep int64          // the keep it recorded, in milliseconds
+	longest       time.Duration  // the longest keep of the fleet, as read at longestAt
+	longestAt     time.Time
 }
 
 var _ store.Spooler = (*DB)(nil)
@@ -94,6 +99,10 @@ func Open(ctx context.Context, url string, opt store.OpenOptions) (*DB, error) {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	cfg.MaxConns = 4
+	if opt.ConnIdle > 0 {
+		// The pool's health check closes what sat idle that long.
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = opt.ConnIdle, opt.ConnIdle
+	}
 	// Connections are opened on first use: Open must not fail just
 	// because the server is down.
 	cfg.MinConns = 0
@@ -248,9 +257,9 @@ const historyMark = "memwho history"
 type schemaState struct {
 	version bool // a schema_version table
 	marked  bool // ... commented historyMark
-	ours    bool // samples and usage as well (memwho's, marked or from before the mark)
-	named   bool // a table named samples or usage
-	other   int  // tables with other names
+	ours    bool // samples, and usage (version 2 and before) or retention (version 3), as well (memwho's, marked or from before the mark)
+	named   bool // a table named samples, usage or retention
+	other   int  // tables with other names (partitions of samples aside)
 }
 
 // inspect reads schemaState of the session's current schema.
@@ -259,18 +268,22 @@ func inspect(ctx context.Context, q interface {
 }) (schemaState, error) {
 	var st schemaState
 	var mark *string
-	var samples, usage bool
+	var samples, usage, retention bool
+	// Partitions are tables of their own (pg_class): those of memwho's
+	// samples are not another program's.
 	err := q.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL,
 	obj_description(to_regclass('schema_version'), 'pg_class'),
-	to_regclass('samples') IS NOT NULL, to_regclass('usage') IS NOT NULL,
-	(SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
-		AND tablename NOT IN ('schema_version', 'samples', 'usage'))`).Scan(&st.version, &mark, &samples, &usage, &st.other)
+	to_regclass('samples') IS NOT NULL, to_regclass('usage') IS NOT NULL, to_regclass('retention') IS NOT NULL,
+	(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+		AND c.relname NOT IN ('schema_version', 'samples', 'usage', 'retention')
+		AND NOT (c.relispartition AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = c.oid AND i.inhparent = to_regclass('samples'))))`).Scan(&st.version, &mark, &samples, &usage, &retention, &st.other)
 	if err != nil {
 		return st, fmt.Errorf("read schema: %w", err)
 	}
 	st.marked = mark != nil && *mark == historyMark
-	st.ours = st.version && samples && usage && (st.marked || mark == nil)
-	st.named = samples || usage
+	st.ours = st.version && samples && (usage || retention) && (st.marked || mark == nil)
+	st.named = samples || usage || retention
 	return st, nil
 }
 
@@ -299,11 +312,11 @@ func (d *DB) checkReadable(ctx context.Context) error {
 	if err := d.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if err := store.CheckVersion(v); err != nil {
+	if err := store.CheckVersion(store.PostgreSQL, v); err != nil {
 		return err
 	}
-	if v < store.SchemaVersion {
-		return fmt.Errorf("history at schema version %d, this memwho reads %d: run 'memwho record --once' to upgrade it", v, store.SchemaVersion)
+	if v < store.PostgresSchemaVersion {
+		return fmt.Errorf("history at schema version %d, this memwho reads %d: run 'memwho record --once' to upgrade it", v, store.PostgresSchemaVersion)
 	}
 	return nil
 }
@@ -344,10 +357,10 @@ func (d *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 	}
-	if err := store.CheckVersion(v); err != nil {
+	if err := store.CheckVersion(store.PostgreSQL, v); err != nil {
 		return err
 	}
-	if v == store.SchemaVersion {
+	if v == store.PostgresSchemaVersion {
 		d.migrated = true
 		return tx.Commit(ctx)
 	}
@@ -448,249 +461,6 @@ func (d *DB) flushSpool(ctx context.Context) error {
 			return err
 		}
 		d.spool.remove(name)
-	}
-	return nil
-}
-
-// write inserts the sample row and COPYs its usage rows. With dedupe it
-// first checks whether the sample is already there (a spooled sample
-// whose file could not be removed after its commit).
-func (d *DB) write(ctx context.Context, s *store.Sample, dedupe bool) error {
-	tx, err := d.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.Background())
-	ts := store.Millis(s.Time)
-	if dedupe {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM samples WHERE host = $1 AND ts = $2`, s.Host, ts).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return nil
-		}
-	}
-	m := &s.Meminfo
-	var id int64
-	err = tx.QueryRow(ctx, `INSERT INTO samples (ts, host, boot_id, mem_total, mem_free, mem_available, buffers, cached, shmem, swap_total, swap_free, hugetlb, procs, denied)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) RETURNING id`,
-		ts, s.Host, s.BootID, i64(m.MemTotal), i64(m.MemFree), i64(m.MemAvailable), i64(m.Buffers), i64(m.Cached),
-		i64(m.Shmem), i64(m.SwapTotal), i64(m.SwapFree), i64(m.Hugetlb), s.Procs, s.Denied).Scan(&id)
-	if err != nil {
-		return fmt.Errorf("write sample: %w", err)
-	}
-	if len(s.Rows) > 0 {
-		src := &rowSource{id: id, rows: s.Rows, i: -1}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"usage"}, usageColumns, src); err != nil {
-			return fmt.Errorf("write sample: copy rows: %w", err)
-		}
-	}
-	return tx.Commit(ctx)
-}
-
-var usageColumns = []string{"sample_id", "seq", "kind", "key", "pid", "start_time", "count", "pss", "private", "shared", "swap", "estimated", "mem_limit", "mem_limit_free"}
-
-// rowSource feeds a sample's rows to CopyFrom, reusing one value slice.
-type rowSource struct {
-	id   int64
-	rows []store.Row
-	i    int
-	vals [14]any
-}
-
-func (r *rowSource) Next() bool { r.i++; return r.i < len(r.rows) }
-func (r *rowSource) Err() error { return nil }
-func (r *rowSource) Values() ([]any, error) {
-	x := &r.rows[r.i]
-	r.vals = [14]any{r.id, int32(r.i), x.Kind.String(), x.Key, int32(x.PID), i64(x.StartTime), int32(x.Count),
-		i64(x.PSS), i64(x.Private), i64(x.Shared), i64(x.Swap), int32(x.Estimated), i64(x.MemLimit), i64(x.MemLimitFree)}
-	return r.vals[:], nil
-}
-
-func i64(n uint64) int64 {
-	if n > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(n)
-}
-
-func u64(n int64) uint64 {
-	if n < 0 {
-		return 0
-	}
-	return uint64(n)
-}
-
-// pruneBatch bounds the samples deleted per transaction.
-const pruneBatch = 1000
-
-// Prune deletes samples older than r.Before (only r.Host's when set).
-// MaxSize is not supported on PostgreSQL (the database is shared; size
-// it with the server's own tools) and is an error.
-func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error) {
-	var p store.Pruned
-	if r.MaxSize > 0 {
-		return p, errors.New("prune: a size bound is not supported on PostgreSQL")
-	}
-	if r.Before.IsZero() {
-		return p, nil
-	}
-	for {
-		var n int64
-		err := d.pool.QueryRow(ctx, `WITH doomed AS (
-				DELETE FROM samples WHERE id IN (
-					SELECT id FROM samples WHERE ($1 = '' OR host = $1) AND ts < $2 ORDER BY ts LIMIT $3)
-				RETURNING id),
-			rows AS (DELETE FROM usage WHERE sample_id IN (SELECT id FROM doomed))
-			SELECT count(*) FROM doomed`, r.Host, store.Millis(r.Before), pruneBatch).Scan(&n)
-		p.Samples += n
-		if err != nil {
-			return p, fmt.Errorf("prune: %w", err)
-		}
-		if n < pruneBatch {
-			return p, nil
-		}
-	}
-}
-
-// where builds the WHERE clause of q over samples s, with literal values
-// (COPY takes no parameters). Hosts are quoted as SQL string literals.
-func where(q store.Query) string {
-	since, until := int64(math.MinInt64), int64(math.MaxInt64)
-	if !q.Since.IsZero() {
-		since = store.Millis(q.Since)
-	}
-	if !q.Until.IsZero() {
-		until = store.Millis(q.Until)
-	}
-	w := ` WHERE s.ts >= ` + strconv.FormatInt(since, 10) + ` AND s.ts < ` + strconv.FormatInt(until, 10)
-	if q.Host != "" {
-		w += ` AND s.host = ` + quoteLiteral(q.Host)
-	}
-	return w
-}
-
-// quoteLiteral quotes s as a standard SQL string literal. memwho's
-// connections run with standard_conforming_strings on (set in
-// ExportCSV), so a backslash is an ordinary character. Text PostgreSQL
-// refuses (invalid UTF-8, NUL) is cleaned first: no stored host holds it,
-// so it matches nothing instead of failing the query.
-func quoteLiteral(s string) string {
-	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-		s = store.CleanKey(s)
-	}
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-const (
-	sampleCols = `s.id, s.ts, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied`
-	usageCols  = `u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free`
-	order      = ` ORDER BY s.ts, s.host COLLATE "C", s.id`
-	// csvTime formats Unix milliseconds as store.TimeLayout, in SQL.
-	csvTime = `to_char(timestamp 'epoch' + s.ts * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time`
-)
-
-// Samples calls fn for each sample matching q, in export order, rows in
-// seq order. pgx reads result rows from the socket as fn consumes them.
-func (d *DB) Samples(ctx context.Context, q store.Query, fn func(s *store.Sample) error) error {
-	text := `SELECT ` + sampleCols + ` FROM samples s` + where(q) + order
-	if !q.NoRows {
-		text = `SELECT ` + sampleCols + `, ` + usageCols + ` FROM samples s LEFT JOIN usage u ON u.sample_id = s.id` + where(q) + order + `, u.seq`
-	}
-	rows, err := d.pool.Query(ctx, text)
-	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	defer rows.Close()
-	var (
-		cur        store.Sample
-		have       bool
-		id, ts     int64
-		host, boot string
-		mem        [9]int64
-		procs, den int32
-		kind, key  *string
-		u          [10]*int64
-	)
-	dest := []any{&id, &ts, &host, &boot}
-	for i := range mem {
-		dest = append(dest, &mem[i])
-	}
-	dest = append(dest, &procs, &den)
-	if !q.NoRows {
-		dest = append(dest, &kind, &key)
-		for i := range u {
-			dest = append(dest, &u[i])
-		}
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("read samples: %w", err)
-		}
-		if !have || id != cur.ID {
-			if have {
-				if err := fn(&cur); err != nil {
-					return err
-				}
-			}
-			have = true
-			cur.ID, cur.Time, cur.Host, cur.BootID = id, store.FromMillis(ts), host, boot
-			cur.Procs, cur.Denied = int(procs), int(den)
-			m := &cur.Meminfo
-			m.MemTotal, m.MemFree, m.MemAvailable, m.Buffers, m.Cached = u64(mem[0]), u64(mem[1]), u64(mem[2]), u64(mem[3]), u64(mem[4])
-			m.Shmem, m.SwapTotal, m.SwapFree, m.Hugetlb = u64(mem[5]), u64(mem[6]), u64(mem[7]), u64(mem[8])
-			cur.Rows = cur.Rows[:0]
-		}
-		if kind != nil {
-			k, err := store.ParseKind(*kind)
-			if err != nil {
-				return fmt.Errorf("read samples: sample %d: %w", id, err)
-			}
-			n := func(i int) int64 { return *u[i] }
-			cur.Rows = append(cur.Rows, store.Row{
-				Kind: k, Key: *key, PID: int(n(0)), StartTime: u64(n(1)), Count: int(n(2)),
-				PSS: u64(n(3)), Private: u64(n(4)), Shared: u64(n(5)), Swap: u64(n(6)),
-				Estimated: int(n(7)), MemLimit: u64(n(8)), MemLimitFree: u64(n(9)),
-			})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read samples: %w", err)
-	}
-	if have {
-		return fn(&cur)
-	}
-	return nil
-}
-
-// ExportSQL returns the COPY statement ExportCSV runs for q and t: the
-// same columns, quoting and order as the SQLite store's export.
-func ExportSQL(q store.Query, t store.Table) string {
-	if t == store.TableSamples {
-		return `COPY (SELECT ` + csvTime + `, s.host, s.boot_id, s.mem_total, s.mem_free, s.mem_available, s.buffers, s.cached, s.shmem, s.swap_total, s.swap_free, s.hugetlb, s.procs, s.denied FROM samples s` +
-			where(q) + order + `) TO STDOUT WITH (FORMAT csv, HEADER)`
-	}
-	return `COPY (SELECT ` + csvTime + `, s.host, u.kind, u.key, u.pid, u.start_time, u.count, u.pss, u.private, u.shared, u.swap, u.estimated, u.mem_limit, u.mem_limit_free FROM samples s JOIN usage u ON u.sample_id = s.id` +
-		where(q) + order + `, u.seq) TO STDOUT WITH (FORMAT csv, HEADER)`
-}
-
-// ExportCSV streams table t of the samples matching q to w with a
-// server-side COPY TO STDOUT.
-func (d *DB) ExportCSV(ctx context.Context, q store.Query, t store.Table, w io.Writer) error {
-	if t == store.TableUsage && q.NoRows {
-		return errors.New("export: the usage table needs rows (Query.NoRows is set)")
-	}
-	conn, err := d.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SET standard_conforming_strings = on`); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if _, err := conn.Conn().PgConn().CopyTo(ctx, w, ExportSQL(q, t)); err != nil {
-		return fmt.Errorf("export: %w", err)
 	}
 	return nil
 }

@@ -56,8 +56,8 @@ func TestPostgres(t *testing.T) {
 		}
 		conn.Close(ctx)
 		d := open(t, url, store.OpenOptions{})
-		if v, err := d.Version(ctx); err != nil || v != store.SchemaVersion {
-			t.Errorf("version after migration = %d, %v; want %d", v, err, store.SchemaVersion)
+		if v, err := d.Version(ctx); err != nil || v != store.PostgresSchemaVersion {
+			t.Errorf("version after migration = %d, %v; want %d", v, err, store.PostgresSchemaVersion)
 		}
 		got := storetest.Read(t, d, store.Query{})
 		want := []store.Sample{{
@@ -72,7 +72,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("SchemaTooNew", func(t *testing.T) {
 		url := srv.CreateDB(t)
 		d := open(t, url, store.OpenOptions{})
-		if _, err := d.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, store.SchemaVersion+1); err != nil {
+		if _, err := d.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, store.PostgresSchemaVersion+1); err != nil {
 			t.Fatal(err)
 		}
 		// Refused, even with a spool: waiting would not help.

@@ -153,7 +153,7 @@ func Open(ctx context.Context, path string, opt store.OpenOptions) (*DB, error) 
 			db.Close()
 			return nil, fmt.Errorf("%w: %s holds none", store.ErrNoHistory, path)
 		}
-		if err := store.CheckVersion(v); err != nil {
+		if err := store.CheckVersion(store.SQLite, v); err != nil {
 			return fail(err)
 		}
 		if v < store.SchemaVersion {
@@ -321,7 +321,7 @@ func (d *DB) migrate(ctx context.Context, mark bool) error {
 	if err != nil {
 		return err
 	}
-	if err := store.CheckVersion(v); err != nil || (v == store.SchemaVersion && !mark) {
+	if err := store.CheckVersion(store.SQLite, v); err != nil || (v == store.SchemaVersion && !mark) {
 		return err
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -338,7 +338,7 @@ func (d *DB) migrate(ctx context.Context, mark bool) error {
 	if v, err = version(ctx, tx); err != nil {
 		return err
 	}
-	if err := store.CheckVersion(v); err != nil {
+	if err := store.CheckVersion(store.SQLite, v); err != nil {
 		return err
 	}
 	from := v
@@ -601,6 +601,18 @@ func where(q store.Query) (string, []any) {
 		return ` WHERE s.host = ? AND s.ts >= ? AND s.ts < ?`, []any{q.Host, since, until}
 	}
 	return ` WHERE s.ts >= ? AND s.ts < ?`, []any{since, until}
+}
+
+// Count returns how many samples q selects and how many usage rows
+// they hold (store.Counter): the samples through their index, the rows
+// through the usage key, no row read.
+func (d *DB) Count(ctx context.Context, q store.Query) (samples, rows int64, err error) {
+	w, args := where(q)
+	err = d.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum((SELECT count(*) FROM usage u WHERE u.sample_id = s.id)), 0) FROM samples s`+w, args...).Scan(&samples, &rows)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count samples: %w", err)
+	}
+	return samples, rows, nil
 }
 
 // The export order is (ts, host, id, seq): the samples indexes and the
