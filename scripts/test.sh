@@ -81,6 +81,6 @@ echo "== go test"
 go test -count=1 -timeout 20m "$@" ./...
 echo "== go test -tags pprof (the profiling build: --cpuprofile, --memprofile)"
 go test -count=1 -timeout 10m -tags pprof "$@" ./internal/profile
-go test -count=1 -timeout 10m -tags pprof -run 'Profile|ExitCodes|Review9SignalPair' "$@" ./cmd/memwho
+go test -count=1 -timeout 10m -tags pprof -run 'Profile|ExitCodes|TestSignalPair' "$@" ./cmd/memwho
 echo "== packages (tools/pkg: nfpm, its own module)"
 (cd tools/pkg && go vet . && go test -count=1 -timeout 10m "$@" .)

@@ -24,23 +24,23 @@ import (
 // The seventeenth review's second pass: attacks on record's check that
 // the SQLite history it writes is still the file it opened.
 
-// review17bScanner runs do before its at-th scan.
-type review17bScanner struct {
+// hookScanner runs do before its at-th scan.
+type hookScanner struct {
 	record.Scanner
 	n, at int
 	do    func()
 }
 
-func (s *review17bScanner) Scan(snap *sample.Snapshot) error {
+func (s *hookScanner) Scan(snap *sample.Snapshot) error {
 	if s.n++; s.n == s.at {
 		s.do()
 	}
 	return s.Scanner.Scan(snap)
 }
 
-// review17bHook makes record's scanner run do before scan at (0: when
+// hookScan makes record's scanner run do before scan at (0: when
 // the scanner is made, after the history was opened).
-func review17bHook(t *testing.T, at int, do func()) {
+func hookScan(t *testing.T, at int, do func()) {
 	saved := newRecordScanner
 	t.Cleanup(func() { newRecordScanner = saved })
 	newRecordScanner = func(opt engine.Options) (record.Scanner, error) {
@@ -51,12 +51,12 @@ func review17bHook(t *testing.T, at int, do func()) {
 		if at == 0 {
 			do()
 		}
-		return &review17bScanner{Scanner: sc, at: at, do: do}, nil
+		return &hookScanner{Scanner: sc, at: at, do: do}, nil
 	}
 }
 
-// review17bOther makes another history, to be put in the recorder's way.
-func review17bOther(t *testing.T) string {
+// otherHistory makes another history, to be put in the recorder's way.
+func otherHistory(t *testing.T) string {
 	other := filepath.Join(t.TempDir(), "other.db")
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"record", "--db", other, "--once", "--groups", "none", "-p", strconv.Itoa(os.Getpid())}, &stdout, &stderr); code != cli.ExitOK {
@@ -65,11 +65,11 @@ func review17bOther(t *testing.T) string {
 	return other
 }
 
-// TestReview17bRecordReplaced: a history replaced by a rename over it, or
+// TestRecordReplaced: a history replaced by a rename over it, or
 // removed and created again at once (its inode cannot be reused: SQLite
 // holds the old one open), ends the run with an error naming it, also
 // when the replacement happens between the open and the first sample.
-func TestReview17bRecordReplaced(t *testing.T) {
+func TestRecordReplaced(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		at   int
@@ -82,8 +82,8 @@ func TestReview17bRecordReplaced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "h.db")
-			other := review17bOther(t)
-			review17bHook(t, tc.at, func() {
+			other := otherHistory(t)
+			hookScan(t, tc.at, func() {
 				switch tc.how {
 				case "rename":
 					if err := os.Rename(other, db); err != nil {
@@ -109,10 +109,10 @@ func TestReview17bRecordReplaced(t *testing.T) {
 	}
 }
 
-// TestReview17bRecordNoFalseAlarm: the check does not stop a legitimate
+// TestRecordNoFalseAlarm: the check does not stop a legitimate
 // run: a relative --db, a file: URI (absolute or relative), a path with
 // ./ and // in it, and a path through a symlinked directory.
-func TestReview17bRecordNoFalseAlarm(t *testing.T) {
+func TestRecordNoFalseAlarm(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	if err := os.Mkdir("sub", 0o700); err != nil {
@@ -142,10 +142,10 @@ func TestReview17bRecordNoFalseAlarm(t *testing.T) {
 	}
 }
 
-// TestReview17bRecordMissingDir: a --db in a missing directory, however
+// TestRecordMissingDir: a --db in a missing directory, however
 // spelt (a file: URI, $MEMWHO_DB, a parent that is a file), is an error
 // and creates nothing.
-func TestReview17bRecordMissingDir(t *testing.T) {
+func TestRecordMissingDir(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "afile"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -175,11 +175,11 @@ func TestReview17bRecordMissingDir(t *testing.T) {
 	}
 }
 
-// TestReview17bServeOnceCreatesNothing: serve --once checks its listener
+// TestServeOnceCreatesNothing: serve --once checks its listener
 // flags but creates no socket (not even in a missing directory, which it
 // does not create) and binds no port: a --listen address already taken
 // is no error.
-func TestReview17bServeOnceCreatesNothing(t *testing.T) {
+func TestServeOnceCreatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -203,9 +203,9 @@ func TestReview17bServeOnceCreatesNothing(t *testing.T) {
 	}
 }
 
-// TestReview17bExportEmpty: an empty -o or --db however it is spelt
+// TestExportEmpty: an empty -o or --db however it is spelt
 // (--output=, -o=, --db=) is refused, and nothing is written to stdout.
-func TestReview17bExportEmpty(t *testing.T) {
+func TestExportEmpty(t *testing.T) {
 	for _, args := range [][]string{
 		{"-o", ""}, {"-o="}, {"--output="}, {"--output", ""},
 		{"--db", ""}, {"--db="}, {"-db="},
@@ -218,9 +218,9 @@ func TestReview17bExportEmpty(t *testing.T) {
 	}
 }
 
-// TestReview17bExportInterruptedKeepsFile: an interrupted export to an
+// TestExportInterruptedKeepsFile: an interrupted export to an
 // existing -o file leaves it as it was (content and mode), as it says.
-func TestReview17bExportInterruptedKeepsFile(t *testing.T) {
+func TestExportInterruptedKeepsFile(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
 	var stdout, stderr bytes.Buffer
@@ -250,11 +250,11 @@ func TestReview17bExportInterruptedKeepsFile(t *testing.T) {
 	}
 }
 
-// TestReview17bMaxSizeKeepsSampleJustTaken: --max-size keeps the sample
+// TestMaxSizeKeepsSampleJustTaken: --max-size keeps the sample
 // just taken even when the history holds one dated later (another host's
 // clock ahead, or this host's clock stepped back): "the newest sample"
 // is the one record wrote, not the latest timestamp.
-func TestReview17bMaxSizeKeepsSampleJustTaken(t *testing.T) {
+func TestMaxSizeKeepsSampleJustTaken(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")
 	ctx := context.Background()
 	st, err := store.Open(ctx, db, store.OpenOptions{})

@@ -13,13 +13,13 @@ import (
 	"github.com/memwho/memwho/internal/cli/clitest"
 )
 
-// TestReview8LeaksHTMLClosedStdout: leaks --html whose table goes to a
+// TestLeaksHTMLClosedStdout: leaks --html whose table goes to a
 // pipe nobody reads any more (memwho leaks --html page.html | head):
 // the Go runtime's SIGPIPE at the table's write killed it with the
 // page's temporary file left. The closed pipe is now the run's error
 // and the file is removed. The test binary runs as memwho-agent
 // (TestMain), so cli.Main, as installed.
-func TestReview8LeaksHTMLClosedStdout(t *testing.T) {
+func TestLeaksHTMLClosedStdout(t *testing.T) {
 	until := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	db := leaksDB(t, until)
 	dir := t.TempDir()

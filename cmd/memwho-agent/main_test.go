@@ -32,11 +32,11 @@ func TestMain(m *testing.M) {
 // (internal/proc/testdata) with "unpack NAME DIR" and runs memwho on them.
 func TestScript(t *testing.T) { clitest.Scripts(t, "testdata/script", *update) }
 
-// TestReview7RecordNoFile runs the seventh review's scripts
-// (testdata/review7): record's open-file check under a limit whose
+// TestRecordNoFileCheck runs the seventh review's scripts
+// (testdata/nofile): record's open-file check under a limit whose
 // descriptors are mostly taken already.
-func TestReview7RecordNoFile(t *testing.T) { clitest.Scripts(t, "testdata/review7", false) }
+func TestRecordNoFileCheck(t *testing.T) { clitest.Scripts(t, "testdata/nofile", false) }
 
-// TestReview8RecordNoFree runs the eighth review's scripts
-// (testdata/review8): record with no descriptor free at all.
-func TestReview8RecordNoFree(t *testing.T) { clitest.Scripts(t, "testdata/review8", false) }
+// TestRecordNoFreeDescriptor runs the eighth review's scripts
+// (testdata/nofree): record with no descriptor free at all.
+func TestRecordNoFreeDescriptor(t *testing.T) { clitest.Scripts(t, "testdata/nofree", false) }

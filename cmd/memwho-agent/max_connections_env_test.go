@@ -18,10 +18,10 @@ import (
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
-// TestReview10MaxConnectionsEnv: MEMWHO_MAX_CONNECTIONS out of range, or
+// TestMaxConnectionsEnv: MEMWHO_MAX_CONNECTIONS out of range, or
 // not a number, is refused (exit 2) before any socket exists; a good one
 // is the limit the socket keeps, and the command line wins over it.
-func TestReview10MaxConnectionsEnv(t *testing.T) {
+func TestMaxConnectionsEnv(t *testing.T) {
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	sock := filepath.Join(t.TempDir(), "run", "m.sock")
 	for _, tc := range []struct{ env, want string }{

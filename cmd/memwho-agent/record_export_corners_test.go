@@ -16,11 +16,11 @@ import (
 	"github.com/memwho/memwho/internal/record"
 )
 
-// TestAudit17RecordFullEvery: record's forced walk was fixed at 60
+// TestRecordFullEvery: record's forced walk was fixed at 60
 // samples, so a figure could stay an hour stale at the default interval
 // with no way to tune it (audit of 2026-11-26). --full-every K reaches the
 // engine; K < 1 is a usage error.
-func TestAudit17RecordFullEvery(t *testing.T) {
+func TestRecordFullEvery(t *testing.T) {
 	saved := newRecordScanner
 	t.Cleanup(func() { newRecordScanner = saved })
 	var got int
@@ -51,11 +51,11 @@ func TestAudit17RecordFullEvery(t *testing.T) {
 	}
 }
 
-// TestAudit17RecordFileRemoved: a SQLite history removed while record
+// TestRecordFileRemoved: a SQLite history removed while record
 // runs took every later sample into an unlinked file, with exit 0 (audit
 // of 2026-11-26). The next sample finds it gone and record fails, naming
 // it.
-func TestAudit17RecordFileRemoved(t *testing.T) {
+func TestRecordFileRemoved(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "gone.db")
 	done := make(chan int, 1)
@@ -84,9 +84,9 @@ func TestAudit17RecordFileRemoved(t *testing.T) {
 	}
 }
 
-// TestAudit17ExportInterrupted: an export stopped by a signal said only
+// TestExportInterrupted: an export stopped by a signal said only
 // "context canceled" (audit of 2026-11-26); it says what was left.
-func TestAudit17ExportInterrupted(t *testing.T) {
+func TestExportInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
 	var stdout, stderr bytes.Buffer

@@ -68,13 +68,13 @@ func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
 	return &stderr
 }
 
-// TestReview12SoftLimitRaised: a soft limit under what the listeners
+// TestServeSoftLimitRaised: a soft limit under what the listeners
 // need and a hard limit above it (prlimit --nofile=100:HARD, as a shell's
 // ulimit -Sn would leave it) starts: the Go runtime raises the soft
 // limit to the hard one before the check, and the check reads it then.
 // HARD is this process's hard limit, at most 4096: a container can hold
 // it at 1024, and only CAP_SYS_RESOURCE may raise it.
-func TestReview12SoftLimitRaised(t *testing.T) {
+func TestServeSoftLimitRaised(t *testing.T) {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		t.Fatal(err)
@@ -89,12 +89,12 @@ func TestReview12SoftLimitRaised(t *testing.T) {
 	r12Serve(t, "100:"+strconv.FormatUint(hard, 10), "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
 }
 
-// TestReview12ListenersFullAtLimit: the open-file limit exactly what the
+// TestListenersFullAtLimit: the open-file limit exactly what the
 // check lets pass (the listeners' share, what serve holds before it
 // listens, and 16), every slot of both
 // metrics listeners and of the snapshot socket taken, walks every 100 ms:
 // the walks still read every process, and a scrape is answered.
-func TestReview12ListenersFullAtLimit(t *testing.T) {
+func TestListenersFullAtLimit(t *testing.T) {
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()
 	sock, snap := filepath.Join(dir, "m.sock"), filepath.Join(dir, "snapshot.sock")
@@ -163,13 +163,13 @@ func r13OpenAlready(t *testing.T, root string) int {
 	return n
 }
 
-// TestReview13InheritedRefused: serve started with 40 descriptors left
+// TestInheritedRefused: serve started with 40 descriptors left
 // open by its parent (cmd.ExtraFiles) at a limit that fits the listeners,
 // what it holds anyway and the walk's 16, but not the 40: refused before
 // any socket exists, naming the 40 more open. Before, only the listeners
 // counted, and the 40 came out of the walk's share. What it holds anyway
 // is read from a first run's refusal (r13OpenAlready).
-func TestReview13InheritedRefused(t *testing.T) {
+func TestInheritedRefused(t *testing.T) {
 	bin := r12AgentBin(t)
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()

@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestReview16AgentHint: a usage error of the agent's commands, run as
+// TestAgentHint: a usage error of the agent's commands, run as
 // memwho COMMAND, points to that command's --help, as memwho's own
 // commands do since the audit (UsageError.Command); memwho --help is the
 // report's and lists none of their flags. BROKE before the fix: every
 // one said see 'memwho --help'.
-func TestReview16AgentHint(t *testing.T) {
+func TestAgentHint(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		hint string

@@ -34,12 +34,12 @@ import (
 // container names. Each runs against the capability-installed binary as
 // the unprivileged test user and asserts that the attack fails.
 
-// review2ID is the container id of the hostile rootless container.
-const review2ID = "2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e"
+// hostileContainerID is the container id of the hostile rootless container.
+const hostileContainerID = "2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e"
 
-// review2Name is what a hostile user names their container: a screen
+// hostileContainerName is what a hostile user names their container: a screen
 // clear, an OSC title, BEL, a right-to-left override and a newline.
-const review2Name = "\x1b[2J\x1b]0;pwn\x07rev2\u202eevil\nfake"
+const hostileContainerName = "\x1b[2J\x1b]0;pwn\x07rev2\u202eevil\nfake"
 
 // capState is one thread's CapPrm, CapEff and Uid line
 // (privtest.TaskCaps).
@@ -180,9 +180,9 @@ func fdSection(out, begin, end string) []string {
 	return fds
 }
 
-// checkReview2Exec attacks the exec of memwho-agent (memwho serve,
+// checkAgentExec attacks the exec of memwho-agent (memwho serve,
 // record, leaks, export) in the install e (capabilities or setuid).
-func (e *privEnv) checkReview2Exec(t *testing.T) {
+func (e *privEnv) checkAgentExec(t *testing.T) {
 	secret := e.secret(t)
 
 	// What memwho-agent is given: environment, arguments, descriptors,
@@ -397,7 +397,7 @@ func (e *privEnv) checkReview2Exec(t *testing.T) {
 // looking numbers.
 func hostileSnapshot() *sample.Snapshot {
 	esc := "\x1b]0;pwn\x07\x1b[31m\u202erev2\x9b31m"
-	cg := "/user.slice/user-999.slice/user@999.service/" + esc + "/libpod-" + review2ID + ".scope"
+	cg := "/user.slice/user-999.slice/user@999.service/" + esc + "/libpod-" + hostileContainerID + ".scope"
 	// Hostile, yet what a sampler could write (snapshot.Check): PIDs
 	// ascending from 1, no negative count, private and shared adding
 	// up to RAM, RAM and swap summing under 2^63 (seventeenth review).
@@ -408,7 +408,7 @@ func hostileSnapshot() *sample.Snapshot {
 		Procs: []sample.Process{
 			{PID: 1, PPID: math.MaxInt32, Name: esc + "\nforged row,1,2,3", Comm: esc, Exe: "../../etc/" + esc, Script: "\"},{\"key\":\"forged\"", UID: math.MaxUint32, UIDKnown: true, Cgroup: cg, SystemdCgroup: cg, RAM: huge, Private: huge - 1<<20, Shared: 1 << 20, Swap: math.MaxInt64 - 1<<62, Conns: math.MaxUint32},
 			{PID: 2, Name: string([]byte{0xff, 0xfe, 0}), Comm: "", UIDKnown: true, Cgroup: "/" + strings.Repeat("a/", 2000), RAM: 1},
-			{PID: math.MaxInt32, Name: "=HYPERLINK(\"http://evil\")", Comm: "x", UID: 0, UIDKnown: true, Cgroup: "/docker/" + review2ID, RAM: 1 << 62, Private: 1 << 62, Swap: 1 << 62},
+			{PID: math.MaxInt32, Name: "=HYPERLINK(\"http://evil\")", Comm: "x", UID: 0, UIDKnown: true, Cgroup: "/docker/" + hostileContainerID, RAM: 1 << 62, Private: 1 << 62, Swap: 1 << 62},
 		},
 		Kernel: math.MaxInt32, Malformed: 3,
 		Meminfo:   sample.Meminfo{MemTotal: math.MaxUint64, MemAvailable: math.MaxUint64, SwapTotal: 1, SwapFree: math.MaxUint64},
@@ -476,10 +476,10 @@ func (e *privEnv) serveRaw(t *testing.T, name string, answer []byte) string {
 	return sock
 }
 
-// checkReview2Attacks is the second review's attacks on the capability
+// checkAgentAttacks is the second review's attacks on the capability
 // install (called from checkAttacks).
-func (e *privEnv) checkReview2Attacks(t *testing.T) {
-	e.checkReview2Exec(t)
+func (e *privEnv) checkAgentAttacks(t *testing.T) {
+	e.checkAgentExec(t)
 	secret := e.secret(t)
 
 	// A snapshot socket the user cannot reach: mode 0666, but in a
@@ -787,13 +787,13 @@ kill $agent; wait`
 		}
 	})
 
-	e.checkReview2Containers(t, secret)
+	e.checkContainerNameAttacks(t, secret)
 }
 
-// checkReview2Containers attacks container naming with the test user's
+// checkContainerNameAttacks attacks container naming with the test user's
 // own rootless state (~/.local/share/containers) and a real process in a
 // cgroup of the user's systemd instance named like a podman container.
-func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
+func (e *privEnv) checkContainerNameAttacks(t *testing.T, secret string) {
 	home := fmt.Sprintf("/home/%s", e.user.Name)
 	if b, err := exec.Command("getent", "passwd", e.user.Name).Output(); err == nil {
 		if f := strings.Split(strings.TrimSpace(string(b)), ":"); len(f) >= 6 && filepath.IsAbs(f[5]) {
@@ -826,7 +826,7 @@ func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
 	// A root process in .../user@UID.service/review2.slice/libpod-ID.scope
 	// in every hierarchy that takes it.
 	pid := startRootScript(t, mustMkdir(t, filepath.Join(e.dir, "rev2-ctr")), "ctr.sh", 0)
-	rel := fmt.Sprintf("user.slice/user-%d.slice/user@%d.service/review2.slice/libpod-%s.scope", e.user.UID, e.user.UID, review2ID)
+	rel := fmt.Sprintf("user.slice/user-%d.slice/user@%d.service/review2.slice/libpod-%s.scope", e.user.UID, e.user.UID, hostileContainerID)
 	var made []string
 	t.Cleanup(func() {
 		for _, d := range made {
@@ -857,10 +857,10 @@ func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
 		t.Logf("cannot create cgroups here: container attacks skipped")
 		return
 	}
-	short := review2ID[:12]
+	short := hostileContainerID[:12]
 	storage := filepath.Join(home, ".local/share/containers/storage")
 	json1 := func(name string) []byte {
-		b, _ := json.Marshal([]map[string]any{{"id": review2ID, "names": []string{name}}})
+		b, _ := json.Marshal([]map[string]any{{"id": hostileContainerID, "names": []string{name}}})
 		return b
 	}
 	// asUser writes the tree as the test user would (owned by them).
@@ -891,7 +891,7 @@ func (e *privEnv) checkReview2Containers(t *testing.T, secret string) {
 
 	t.Run("review2: hostile rootless container name", func(t *testing.T) {
 		reset()
-		if err := os.WriteFile(filepath.Join(storage, "overlay-containers/containers.json"), json1(review2Name), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(storage, "overlay-containers/containers.json"), json1(hostileContainerName), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		chownAll()

@@ -10,12 +10,12 @@ import (
 	"testing"
 )
 
-// checkReview6Attacks is the sixth review's attack on the privileged
+// checkFileLimitAttacks is the sixth review's attack on the privileged
 // install (file capabilities, secure mode): the user runs it under the
 // lowest open-file limits a scan accepts. No crash, exit 0, the
 // capability still reaches smaps_rollup (the root-owned target exact),
 // and nothing skipped.
-func (e *privEnv) checkReview6Attacks(t *testing.T) {
+func (e *privEnv) checkFileLimitAttacks(t *testing.T) {
 	t.Run("review6: low open-file limits in the privileged install", func(t *testing.T) {
 		prlimit, err := exec.LookPath("prlimit")
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func (e *privEnv) checkReview3Attacks(t *testing.T) {
+func (e *privEnv) checkFileAttacks(t *testing.T) {
 	rootFile := filepath.Join(e.dir, "review3-root-file")
 	if err := os.WriteFile(rootFile, []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -21,10 +21,10 @@ import (
 // review started from (a message written to stderr while capabilities
 // were still held): see the table.
 
-// reviewName is a file name no terminal should see raw: a right-to-left
+// hostileScriptName is a file name no terminal should see raw: a right-to-left
 // override, an OSC title sequence ending in BEL, a lone 0x9b byte (the
 // 8-bit CSI) and a newline.
-const reviewName = "\u202eevil\x1b]0;pwn\x07\x9b31m\nx.sh"
+const hostileScriptName = "\u202eevil\x1b]0;pwn\x07\x9b31m\nx.sh"
 
 // ownDir makes a directory of e.dir owned by the test user.
 func (e *privEnv) ownDir(t *testing.T, name string) string {
@@ -112,7 +112,7 @@ func exactFor(out string, pid int) bool {
 	return re.MatchString(out)
 }
 
-func (e *privEnv) checkReviewAttacks(t *testing.T) {
+func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	secret := e.secret(t)
 	target := strconv.Itoa(e.target)
 
@@ -383,7 +383,7 @@ func (e *privEnv) checkReviewAttacks(t *testing.T) {
 	// one line.
 	t.Run("review: hostile script name in every output", func(t *testing.T) {
 		dir := mustMkdir(t, filepath.Join(e.dir, "hostile-script"))
-		pid := startRootScript(t, dir, reviewName, 0)
+		pid := startRootScript(t, dir, hostileScriptName, 0)
 		p := strconv.Itoa(pid)
 		own := e.ownDir(t, "own-names")
 		db := filepath.Join(own, "n.db")

@@ -9,13 +9,13 @@ import (
 	"testing"
 )
 
-// checkReview5Attacks is the fifth review's attacks on the temporary
+// checkTempNameAttacks is the fifth review's attacks on the temporary
 // names of the files memwho creates (now from math/rand/v2): another
 // user fills a shared sticky directory (a /tmp) with names of the form
 // Create uses, symlinks to a root-owned file, dangling symlinks and
 // files, and the user writes a snapshot and pages there with
 // capabilities permitted.
-func (e *privEnv) checkReview5Attacks(t *testing.T) {
+func (e *privEnv) checkTempNameAttacks(t *testing.T) {
 	t.Run("review5: temporary names planted in a shared sticky directory", func(t *testing.T) {
 		shared := mustMkdir(t, filepath.Join(e.dir, "review5-tmp"))
 		if err := os.Chmod(shared, 0o1777); err != nil {

@@ -410,12 +410,12 @@ func (e *privEnv) checkAttacks(t *testing.T) {
 		}
 	})
 	// The security review's attacks (docs/safe.md, "An adversarial review").
-	e.checkReviewAttacks(t)
-	e.checkReview2Attacks(t)
-	e.checkReview3Attacks(t)
-	e.checkReview4Attacks(t)
-	e.checkReview5Attacks(t)
-	e.checkReview6Attacks(t)
+	e.checkInstallAttacks(t)
+	e.checkAgentAttacks(t)
+	e.checkFileAttacks(t)
+	e.checkWatchAttacks(t)
+	e.checkTempNameAttacks(t)
+	e.checkFileLimitAttacks(t)
 }
 
 // checkNoCapsAtWrite runs memwho args as the test user with descriptor

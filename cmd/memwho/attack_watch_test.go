@@ -18,25 +18,25 @@ import (
 	"github.com/memwho/memwho/internal/privilege/privtest"
 )
 
-// review4Exes are executable names (the basename is what the live view
+// hostileExes are executable names (the basename is what the live view
 // shows, in full) of root processes the fourth review starts: escape
 // sequences of every kind (no "/": a file name), C1 controls as a byte and in UTF-8, bidi, a
 // cluster measured 2 cells wide and drawn 140 (leading jamo), a name
 // that would undo the view's modes.
-var review4Exes = []string{
+var hostileExes = []string{
 	"r4osc\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;evil.example\x1b\\\x1b[2J\x9b31m\xc2\x9b\u202eevil",
 	"r4jamo" + strings.Repeat("\u1100", 70),
 	"r4dcs\x1bP+q544e\x1b\\\x1b[22;0t\x1b[23;0t\x1b[?1049l\x1b[?25h\x1b[?7h" + strings.Repeat("x", 100),
 }
 
-// startReview4Procs starts a copy of the test binary under each of
-// review4Exes, as root, its task name the first 15 bytes of it.
-func (e *privEnv) startReview4Procs(t *testing.T) {
+// startHostileNamedProcs starts a copy of the test binary under each of
+// hostileExes, as root, its task name the first 15 bytes of it.
+func (e *privEnv) startHostileNamedProcs(t *testing.T) {
 	dir := filepath.Join(e.dir, "review4-exes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range review4Exes {
+	for _, name := range hostileExes {
 		bin := privtest.CopyExecutable(t, dir, name)
 		c := exec.Command(bin)
 		c.Env = append(os.Environ(), hostileEnv+"="+name[:15])
@@ -83,10 +83,10 @@ func checkTerminalStream(t *testing.T, out string) {
 	}
 }
 
-// checkReview4Attacks is the fourth review's attacks on the live view
+// checkWatchAttacks is the fourth review's attacks on the live view
 // (docs/safe.md): its terminal layer while it holds CAP_SYS_PTRACE.
-func (e *privEnv) checkReview4Attacks(t *testing.T) {
-	e.startReview4Procs(t)
+func (e *privEnv) checkWatchAttacks(t *testing.T) {
+	e.startHostileNamedProcs(t)
 	watch := func(args ...string) *exec.Cmd {
 		c := e.cmd(append([]string{"watch", "--by", "pid", "--interval", "200ms", "--filter", "r4|evil"}, args...)...)
 		c.Env = []string{"PATH=/usr/bin:/bin", "TERM=xterm-256color", "HOME=/nonexistent"}
@@ -105,7 +105,7 @@ func (e *privEnv) checkReview4Attacks(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 			}
 			w.waitOutput(from, "total")
-			w.master.Write([]byte("/\x1b[200~" + strings.Join(review4Exes, "") + "\x1b[201~"))
+			w.master.Write([]byte("/\x1b[200~" + strings.Join(hostileExes, "") + "\x1b[201~"))
 			time.Sleep(300 * time.Millisecond)
 			w.master.Write([]byte("\x1b"))
 			time.Sleep(100 * time.Millisecond)

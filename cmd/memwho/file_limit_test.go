@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestReview6SystemFileTable (review6): another user fills the system's
+// TestSystemFileTable (review6): another user fills the system's
 // file table (fs.file-max; only CAP_SYS_ADMIN is exempt, which a normal
 // user's memwho, capabilities or not, lacks) while a normal user's
 // `memwho watch` runs. It must not die: it did, after the first snapshot,
@@ -22,8 +22,8 @@ import (
 // process on the machine is short of files meanwhile, so it runs only as
 // root and only when MEMWHO_TEST_FILE_MAX=1 asks for it:
 //
-//	sudo MEMWHO_TEST_FILE_MAX=1 go test ./cmd/memwho -run TestReview6SystemFileTable -v
-func TestReview6SystemFileTable(t *testing.T) {
+//	sudo MEMWHO_TEST_FILE_MAX=1 go test ./cmd/memwho -run TestSystemFileTable -v
+func TestSystemFileTable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: needs root to lower fs.file-max and run memwho as another user")
 	}
@@ -94,12 +94,12 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
-// TestReview6LowFileLimitCommands (review6): every scanning command under
+// TestLowFileLimitCommands (review6): every scanning command under
 // a low open-file limit (prlimit --nofile=N:N, N from the lowest accepted
 // up), reading 60 processes (watch: every process): no crash, exit 0,
 // every process listed in every snapshot (none skipped or lost for want
 // of descriptors), and a snapshot file that reads back whole.
-func TestReview6LowFileLimitCommands(t *testing.T) {
+func TestLowFileLimitCommands(t *testing.T) {
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
 		t.Skip("skipping: prlimit (util-linux) not installed")

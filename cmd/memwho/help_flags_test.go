@@ -24,13 +24,13 @@ func r16Run(args ...string) (string, []string, int) {
 	return stdout.String(), strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"), code
 }
 
-// TestReview16Help: memwho help WORD prints usage for the commands it
+// TestHelpCommand: memwho help WORD prints usage for the commands it
 // knows (help --help too: any word was taken before the audit), and is
 // a one-line usage error for anything else; it never hands a word that
 // is not one of the agent's four commands to memwho-agent, nor more
 // than one. BROKE before the fix: help --help and help -h were usage
 // errors.
-func TestReview16Help(t *testing.T) {
+func TestHelpCommand(t *testing.T) {
 	saved := execAgent
 	t.Cleanup(func() { execAgent = saved })
 	var execs [][]string
@@ -112,10 +112,10 @@ func TestReview16Help(t *testing.T) {
 	}
 }
 
-// TestReview16FlagErrors: every command's flag errors read alike, with
+// TestFlagErrors: every command's flag errors read alike, with
 // the hint of its own --help. BROKE before the fix: memwho diff kept
 // the flag package's wording ("flag provided but not defined: -bogus").
-func TestReview16FlagErrors(t *testing.T) {
+func TestFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args      []string
 		err, hint string
@@ -156,10 +156,10 @@ func TestReview16FlagErrors(t *testing.T) {
 	}
 }
 
-// TestReview16BoolFalse: a boolean flag given as false is not a
+// TestBoolFalseNoConflict: a boolean flag given as false is not a
 // conflict: -t=false --system shows the ledger, --system=false -t the
 // one number. BROKE before the fix: both were "-t excludes --system".
-func TestReview16BoolFalse(t *testing.T) {
+func TestBoolFalseNoConflict(t *testing.T) {
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	for _, tc := range []struct {
 		args []string

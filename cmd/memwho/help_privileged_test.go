@@ -14,7 +14,7 @@ import (
 	"github.com/memwho/memwho/internal/snapshot"
 )
 
-// TestReview16Privileged: the privileged install (file capabilities)
+// TestHelpAndHintPrivileged: the privileged install (file capabilities)
 // meets the audit's changes.
 //
 //   - memwho help serve|record|leaks|export runs memwho-agent beside the
@@ -25,7 +25,7 @@ import (
 //   - --from FILE, read by the user through the capabilities: the hint
 //     speaks of whoever took the file (report.ScannerFile), not of the
 //     capability memwho has.
-func TestReview16Privileged(t *testing.T) {
+func TestHelpAndHintPrivileged(t *testing.T) {
 	e := installPrivileged(t)
 	// The installed agent replaced by a script that shows what it ran
 	// with: its arguments and its capability sets.

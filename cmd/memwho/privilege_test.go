@@ -746,7 +746,7 @@ func TestPrivilegedSetuid(t *testing.T) {
 	// From the security review (docs/safe.md, "An adversarial review").
 	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
 	// The second review (docs/safe.md, "A second adversarial review").
-	e.checkReview2Exec(t)
+	e.checkAgentExec(t)
 	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})

@@ -14,12 +14,12 @@ import (
 	"github.com/memwho/memwho/internal/snapshot"
 )
 
-// TestReview7HintPrivileged: the hint after refused walks says "even
+// TestHintPrivileged: the hint after refused walks says "even
 // with CAP_SYS_PTRACE" only for this run's capabilities or the agent's
 // socket, never for a snapshot file, whatever the file is called: watch
 // compared its source line with "from memwho-agent", so `watch --from
 // memwho-agent` (a file of that name) got the agent's hint.
-func TestReview7HintPrivileged(t *testing.T) {
+func TestHintPrivileged(t *testing.T) {
 	self := report.ScannerSelf
 	if privilege.Elevated() {
 		self = report.ScannerPrivileged
@@ -44,11 +44,11 @@ func TestReview7HintPrivileged(t *testing.T) {
 	}
 }
 
-// TestReview7FromFileWarns: a user's own snapshot file with a refused
+// TestFromFileWarns: a user's own snapshot file with a refused
 // walk, named memwho-agent, read by report and by plain watch: the
 // warning is there (not hidden), and for a normal user the hint is the
 // capability one, not the agent's.
-func TestReview7FromFileWarns(t *testing.T) {
+func TestFromFileWarns(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	snap := &sample.Snapshot{
@@ -93,12 +93,12 @@ func TestReview7FromFileWarns(t *testing.T) {
 	}
 }
 
-// TestReview7FakeAgentWarns: a user's own "agent" (any server on a
+// TestFakeAgentWarns: a user's own "agent" (any server on a
 // socket the user names with --agent-socket) serving a refused walk:
 // report and plain watch still warn. The hint is the agent's ("even
 // with CAP_SYS_PTRACE"): the client checks no peer credentials, so it
 // trusts the socket it was given; the default one is under root's /run.
-func TestReview7FakeAgentWarns(t *testing.T) {
+func TestFakeAgentWarns(t *testing.T) {
 	snap := agentSnapshot(time.Now())
 	snap.Procs[0].Accuracy, snap.Procs[0].Cause = sample.Estimate, sample.CauseDenied
 	snap.Denied = 1

@@ -16,13 +16,13 @@ import (
 	"github.com/memwho/memwho/internal/snapshot"
 )
 
-// TestReview8SnapshotFailureKeepsOld: a snapshot -o that fails after its
+// TestSnapshotFailureKeepsOld: a snapshot -o that fails after its
 // file was created (a refused --proc, an interruption) leaves the old
 // snapshot as it was and no temporary file. Its deferred Commit and
 // Abort looked at the if block's own err ("f, err :=" shadowed the
 // result), nil once the file was created: every such failure committed
 // the empty file over the old snapshot, with the error printed.
-func TestReview8SnapshotFailureKeepsOld(t *testing.T) {
+func TestSnapshotFailureKeepsOld(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "s.snap")
 	noAgent := filepath.Join(dir, "no-agent.sock")
@@ -59,7 +59,7 @@ func TestReview8SnapshotFailureKeepsOld(t *testing.T) {
 	}
 }
 
-// TestReview8Signals: the signals a user or the system sends a memwho
+// TestSignalsWithTempFile: the signals a user or the system sends a memwho
 // that has a temporary file open (report --html, snapshot -o), held in
 // its agent query (a socket that accepts and never answers; memwho gives
 // up on it after 1 s and walks /proc).
@@ -73,7 +73,7 @@ func TestReview8SnapshotFailureKeepsOld(t *testing.T) {
 //     killed it by SIGPIPE with the temporary file left; it is now the
 //     run's error, and the file removed. On standard error, where memwho
 //     prints notes only, the run goes on and publishes its file.
-func TestReview8Signals(t *testing.T) {
+func TestSignalsWithTempFile(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("skipping: no bash")
@@ -165,12 +165,12 @@ func TestReview8Signals(t *testing.T) {
 	}
 }
 
-// TestReview8SignalAnyMoment: SIGTERM, SIGINT or SIGHUP at any moment of
+// TestSignalAtAnyMoment: SIGTERM, SIGINT or SIGHUP at any moment of
 // a report --html's or a snapshot -o's run, from before the handlers are
 // armed (the default action then ends it before any file is created) to
 // after the file is published: never a temporary file left, and the
 // file, when there, is whole (a snapshot reads back).
-func TestReview8SignalAnyMoment(t *testing.T) {
+func TestSignalAtAnyMoment(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
 	noAgent := filepath.Join(dir, "no-agent.sock")

@@ -12,7 +12,7 @@ import (
 	"github.com/memwho/memwho/internal/profile"
 )
 
-// TestReview9SignalPair: two signals a few milliseconds apart, as one
+// TestSignalPair: two signals a few milliseconds apart, as one
 // event sends them: systemd's stop with SendSIGHUP=yes (SIGTERM, then
 // SIGHUP), a terminal that closes (SIGHUP from the kernel to the
 // foreground group, then from the shell to its jobs), Ctrl-C pressed
@@ -24,7 +24,7 @@ import (
 // files before it ends the run: nothing is left, nothing published
 // but a whole CPU profile (the run's first signal publishes it, as
 // before).
-func TestReview9SignalPair(t *testing.T) {
+func TestSignalPair(t *testing.T) {
 	bin := buildMemwho(t)
 	sock, accepted := silentAgent(t, t.TempDir(), 4)
 	pairs := []struct {
@@ -90,12 +90,12 @@ func TestReview9SignalPair(t *testing.T) {
 	}
 }
 
-// TestReview9SecondSignalBlockedWrite: the case InterruptibleOnce was
+// TestSecondSignalBlockedWrite: the case InterruptibleOnce was
 // made for, a report writing --html whose stdout is a full pipe nobody
 // reads. The second SIGINT ends it (TestReportSecondSignal) and, since
 // review9, removes its temporary file first: before, it was left, as
 // with SIGKILL.
-func TestReview9SecondSignalBlockedWrite(t *testing.T) {
+func TestSecondSignalBlockedWrite(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
 	cmd, stderr := blockedReport(t, bin, filepath.Join(dir, "p.html"))
@@ -118,12 +118,12 @@ func TestReview9SecondSignalBlockedWrite(t *testing.T) {
 	}
 }
 
-// TestReview9IgnoredHangupStaysIgnored: a snapshot started with SIGHUP
+// TestIgnoredHangupStaysIgnored: a snapshot started with SIGHUP
 // ignored (nohup) and stopped by SIGTERM, then sent SIGHUP (the
 // terminal closing after systemd's stop): the SIGHUP stays ignored, not
 // taken for the second signal nor given its default action; the run
 // ends cleanly at the first, its temporary file removed.
-func TestReview9IgnoredHangupStaysIgnored(t *testing.T) {
+func TestIgnoredHangupStaysIgnored(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()
 	sock, accepted := silentAgent(t, t.TempDir(), 1)

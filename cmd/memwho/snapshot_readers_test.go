@@ -36,7 +36,7 @@ func r17Snap(taken time.Time, spoil func(s *sample.Snapshot)) *sample.Snapshot {
 }
 
 // r17Spoilt are snapshots that passed snapshot.Check before the review
-// and printed impossible figures (TestReview17Check in
+// and printed impossible figures (TestCheckSpoilt in
 // internal/snapshot).
 var r17Spoilt = map[string]func(s *sample.Snapshot){
 	// "10.0 MiB + 10.0 MiB = 10.0 MiB"
@@ -51,12 +51,12 @@ var r17Spoilt = map[string]func(s *sample.Snapshot){
 	"anon of 2^64 - 1": func(s *sample.Snapshot) { s.Procs[0].PssAnon = math.MaxUint64 },
 }
 
-// TestReview17CheckReaders: every reader that shows figures refuses the
+// TestSpoiltSnapshotReaders: every reader that shows figures refuses the
 // spoilt snapshots: --from (report, --split, --system, --json), watch
 // --from, diff on either side, and the report from an agent serving one
 // (which walks /proc instead). BROKE before the fix (exit 0, the
 // figures printed).
-func TestReview17CheckReaders(t *testing.T) {
+func TestSpoiltSnapshotReaders(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	good := writeSnap(t, r17Snap(now, nil), now)
 	for name, spoil := range r17Spoilt {
@@ -93,12 +93,12 @@ func withStdin(t *testing.T, in *os.File, f func()) {
 	f()
 }
 
-// TestReview17Stdin: "-" reads standard input, once. What stdin can be
+// TestFromStdin: "-" reads standard input, once. What stdin can be
 // (a snapshot, /dev/zero, a directory, an empty file, a gzip bomb)
 // gives figures or a one-line error, in bounded memory, and never
 // anything the user could not read: stdin is opened by the user's shell.
 // HELD.
-func TestReview17Stdin(t *testing.T) {
+func TestFromStdin(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	good := writeSnap(t, r17Snap(now, nil), now)
 	open := func(path string) *os.File {
@@ -173,12 +173,12 @@ func TestReview17Stdin(t *testing.T) {
 	}
 }
 
-// TestReview17Interrupt: diff and watch catch SIGINT to end cleanly;
+// TestInterruptWhileReading: diff and watch catch SIGINT to end cleanly;
 // while they read a snapshot that never ends (standard input from a
 // stalled pipe, a FIFO nobody writes), the first SIGINT was lost: it
 // took a second one, or the writer's end. BROKE before the fix; one
 // SIGINT ends them now.
-func TestReview17Interrupt(t *testing.T) {
+func TestInterruptWhileReading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds memwho")
 	}
@@ -236,11 +236,11 @@ func TestReview17Interrupt(t *testing.T) {
 	}
 }
 
-// TestReview17WatchFastAgent: an agent restarted with --fast while a
+// TestWatchFastAgent: an agent restarted with --fast while a
 // watch reads it: its estimates were shown at the next refresh, the
 // first fetch's refusal (estimatesByChoice) bypassed. BROKE before the
 // fix; the watch ends with the reason.
-func TestReview17WatchFastAgent(t *testing.T) {
+func TestWatchFastAgent(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "snapshot.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -271,11 +271,11 @@ func TestReview17WatchFastAgent(t *testing.T) {
 	}
 }
 
-// TestReview17StaleNote: a hostile agent's section 6 (Oldest, StaleBound)
+// TestStaleNote: a hostile agent's section 6 (Oldest, StaleBound)
 // in the future, in the far past, at year 1 or past year 9999, with a
 // bound of 2^64 - 1: the note stays one line of stderr, without a
 // negative age or escape, and stdout's JSON is the snapshot's. HELD.
-func TestReview17StaleNote(t *testing.T) {
+func TestStaleNote(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		oldest time.Time
@@ -309,10 +309,10 @@ func TestReview17StaleNote(t *testing.T) {
 	}
 }
 
-// TestReview17HostilePlausible: the second review's hostile agent
+// TestHostileSnapshotPlausible: the second review's hostile agent
 // snapshot stays what a sampler could write, so that its attacks still
 // reach the renderers (TestPrivilegedInstall runs them).
-func TestReview17HostilePlausible(t *testing.T) {
+func TestHostileSnapshotPlausible(t *testing.T) {
 	if err := snapshot.Check(hostileSnapshot()); err != nil {
 		t.Errorf("hostileSnapshot: %v", err)
 	}

@@ -31,10 +31,10 @@ func writeSnap(t *testing.T, s *sample.Snapshot, taken time.Time) string {
 	return path
 }
 
-// TestAudit17SnapshotFromAgentTaken: a snapshot file made from the
+// TestSnapshotFromAgentTaken: a snapshot file made from the
 // agent's snapshot is dated by the agent's walk, not by the copy: it was
 // dated now, so diff's "later" was off by the snapshot's age.
-func TestAudit17SnapshotFromAgentTaken(t *testing.T) {
+func TestSnapshotFromAgentTaken(t *testing.T) {
 	walked := time.Now().Add(-20 * time.Second).Truncate(time.Second)
 	sock, _ := startAgent(t, agentSnapshot(walked))
 	path := filepath.Join(t.TempDir(), "a.mwsnap")
@@ -55,10 +55,10 @@ func TestAudit17SnapshotFromAgentTaken(t *testing.T) {
 	}
 }
 
-// TestAudit17FromConns: --from FILE --conns with a file that holds no TCP
+// TestFromConns: --from FILE --conns with a file that holds no TCP
 // counts dropped the column without a word (exit 0); it is an error now.
 // A file that holds them shows them.
-func TestAudit17FromConns(t *testing.T) {
+func TestFromConns(t *testing.T) {
 	s := agentSnapshot(time.Now())
 	path := writeSnap(t, s, s.Time)
 	out, errOut, code := runArgs("--from", path, "--conns", "--csv")
@@ -74,9 +74,9 @@ func TestAudit17FromConns(t *testing.T) {
 	}
 }
 
-// TestAudit17FromSystemNoMeminfo: --system with a file that holds no
+// TestFromSystemNoMeminfo: --system with a file that holds no
 // meminfo named /proc/meminfo, which was never read; it names the file.
-func TestAudit17FromSystemNoMeminfo(t *testing.T) {
+func TestFromSystemNoMeminfo(t *testing.T) {
 	s := agentSnapshot(time.Now())
 	s.MeminfoOK = false
 	path := writeSnap(t, s, s.Time)
@@ -86,11 +86,11 @@ func TestAudit17FromSystemNoMeminfo(t *testing.T) {
 	}
 }
 
-// TestAudit17AgentStale: an agent's snapshot keeps unchanged processes'
+// TestAgentStaleBound: an agent's snapshot keeps unchanged processes'
 // figures from earlier walks; when the bound on their error is more than
 // 1% of the processes' RAM, memwho says so on its one stderr line (it
 // called them exact, audit of 2026-11-26). Below that, not a word more.
-func TestAudit17AgentStale(t *testing.T) {
+func TestAgentStaleBound(t *testing.T) {
 	s := agentSnapshot(time.Now().Add(-time.Second))
 	s.Oldest = time.Now().Add(-95 * time.Second)
 	s.StaleBound = 20 << 20 // half the processes' 40 MiB
@@ -108,10 +108,10 @@ func TestAudit17AgentStale(t *testing.T) {
 	}
 }
 
-// TestAudit17AgentFast: an agent run with --fast serves RSS-based
+// TestAgentFastWalks: an agent run with --fast serves RSS-based
 // estimates only; memwho showed every row ~ with "smaps_rollup could not
 // be read" as the reason. It walks /proc instead, with a note.
-func TestAudit17AgentFast(t *testing.T) {
+func TestAgentFastWalks(t *testing.T) {
 	s := agentSnapshot(time.Now())
 	for i := range s.Procs {
 		s.Procs[i].Accuracy = sample.Estimate

@@ -15,12 +15,12 @@ import (
 )
 
 // The fifteenth review (docs/safe.md): scrolling and the hang-up, in
-// the real binary on a pseudo-terminal. R15_MEMWHO, when set, is the
+// the real binary on a pseudo-terminal. MEMWHO_WATCHTEST_BINARY, when set, is the
 // binary to try instead of one built from this tree (to run these
 // against an older build).
 
 func r15Binary(t *testing.T) string {
-	if bin := os.Getenv("R15_MEMWHO"); bin != "" {
+	if bin := os.Getenv("MEMWHO_WATCHTEST_BINARY"); bin != "" {
 		return bin
 	}
 	return realMemwho(t)
@@ -60,7 +60,7 @@ func sigIgnored(t *testing.T, pid int, sig syscall.Signal) bool {
 	return false
 }
 
-func TestReview15Watch(t *testing.T) {
+func TestWatchScrollAndHangup(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}

@@ -195,7 +195,7 @@ func (w *ptyWatch) checkRestored(what string, screen bool) {
 	}
 }
 
-func TestWatchReview4Signals(t *testing.T) {
+func TestWatchSignals(t *testing.T) {
 	bin := realMemwho(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run("review4: "+sig.String()+" before the first frame", func(t *testing.T) {
@@ -307,7 +307,7 @@ func cpuTicks(t *testing.T, pid int) int {
 	return u + s
 }
 
-func TestWatchReview4Terminal(t *testing.T) {
+func TestWatchTerminal(t *testing.T) {
 	bin := realMemwho(t)
 	t.Run("review4: the terminal hung up (master closed)", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})

@@ -23,9 +23,9 @@ import (
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
-// review4TmuxNames are the names given to the four processes of the
+// tmuxHostileNames are the names given to the four processes of the
 // fake /proc tree: as comm and as the executable's basename.
-var review4TmuxNames = map[string]string{
+var tmuxHostileNames = map[string]string{
 	"6570": "osc\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;http://evil/\x1b\\\x1b[2J\x1b[5;1Hcsi",
 	// Grapheme clusters the view measures as 2 cells and a terminal
 	// that draws code point by code point (tmux 3.3, xterm) as 2 per
@@ -57,10 +57,10 @@ func newTmux(t *testing.T) *tmuxSession {
 	return s
 }
 
-// hostileRoot is the basic fake /proc tree with review4TmuxNames.
+// hostileRoot is the basic fake /proc tree with tmuxHostileNames.
 func hostileRoot(t *testing.T) string {
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
-	for pid, name := range review4TmuxNames {
+	for pid, name := range tmuxHostileNames {
 		dir := filepath.Join(root, pid)
 		// The task name in stat (between the parentheses), status
 		// and comm.
@@ -95,7 +95,7 @@ func hostileRoot(t *testing.T) string {
 	return root
 }
 
-func TestWatchReview4HostileNamesInTmux(t *testing.T) {
+func TestWatchHostileNamesInTmux(t *testing.T) {
 	bin, err := exec.LookPath("memwho")
 	if err != nil {
 		t.Fatalf("memwho not in PATH (TestMain should have put this binary there): %v", err)

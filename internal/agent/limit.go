@@ -429,12 +429,12 @@ func most(groups map[string]int) int {
 //     client holding one connection per address of a scraper's group
 //     chose by its addresses which of them lost one, the scraper's
 //     (127.0.0.1 sorts before every other loopback address;
-//     TestReview13TiesCutTheNewest), and so, with its groups' names, which
+//     TestTiesCutTheNewest), and so, with its groups' names, which
 //     of the groups tied at a level did;
 //   - not one of a sub-group holding a single connection more than the
 //     rest: two scrapers sharing a /64, in a /56 over which a client
 //     spread one connection per /64, made their /64 the biggest, and a
-//     newcomer from elsewhere cut a scrape (TestReview13Bounds). A
+//     newcomer from elsewhere cut a scrape (TestLimitBounds). A
 //     sub-group holding one more is no more a hog than the others, as
 //     a group holding one more than a newcomer's keeps its slots
 //     (hogsConn).
@@ -445,7 +445,7 @@ func most(groups map[string]int) int {
 // group thin (one connection per /64 of a /56) lost every contest below
 // to a group of scrapers sharing one sub-group (three in one /64, or
 // behind one NAT address), and its newcomer cut a scrape whatever its
-// age (TestReview14SpreadBesideConcentrated): spreading within a group
+// age (TestSpreadBesideConcentrated): spreading within a group
 // is what counting groups makes useless.
 //
 // A scrape in progress is newer than connections held until the write

@@ -24,7 +24,7 @@ func r14Held(addrs ...string) []r13Conn {
 	return held
 }
 
-// TestReview14SpreadBesideConcentrated: since 757d564 a newcomer may cut
+// TestSpreadBesideConcentrated: since 757d564 a newcomer may cut
 // in every group within one of the most at the hog's level, and the
 // sub-groups of all those groups were compared with one another, level
 // by level. A client that spreads its group thin (one connection per
@@ -36,7 +36,7 @@ func r14Held(addrs ...string) []r13Conn {
 // one's group is what the groups are there to make useless. Each group
 // is now gone down on its own: its sub-groups are compared with its
 // other sub-groups, and age decides among what all the groups kept.
-func TestReview14SpreadBesideConcentrated(t *testing.T) {
+func TestSpreadBesideConcentrated(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		held     []string // oldest first: the client's, then the scrapes
@@ -70,7 +70,7 @@ func TestReview14SpreadBesideConcentrated(t *testing.T) {
 	}
 }
 
-// TestReview14MixedDepths: at the widest level the groups within one of
+// TestMixedDepths: at the widest level the groups within one of
 // the most may be of unlike families (127.0.0.0/8: two levels; an IPv4
 // /16: three; an IPv6 /32: five; a user: one), so cut held peers of
 // unlike depths at once, which it did not expect: it took every peer to
@@ -83,7 +83,7 @@ func TestReview14SpreadBesideConcentrated(t *testing.T) {
 // from a /32, got the scrape cut in about two runs of five (127.0.0.1
 // holding one, beside a /48 holding three, was dropped only when an
 // IPv6 peer came first). Past its depth, a peer is now its own address.
-func TestReview14MixedDepths(t *testing.T) {
+func TestMixedDepths(t *testing.T) {
 	held := r14Held("2001:db8::1", "2001:db8::1:0:0:1", "2001:db8:0:1::1", "127.0.0.1", "127.0.0.2", "127.0.0.2")
 	for range 200 {
 		if cut, _ := r13Cut(t, held, ipPeer(net.ParseIP("::1"))); cut != "2001:db8::1" {
@@ -162,13 +162,13 @@ func r14Reference(l *limitListener, p peer) net.Conn {
 	return nil
 }
 
-// TestReview14MatchesReference: hogsConn against r14Reference on random
+// TestHogsConnMatchesReference: hogsConn against r14Reference on random
 // listeners of mixed families (loopback, IPv4, IPv6 nested at every
 // level, users, as on one listener), each asked a few times so that map
 // order varies, and with blocksOthers asked after (it reuses the same
-// scratch). Found the map-order dependence of TestReview14MixedDepths
-// and the cross-group contest of TestReview14SpreadBesideConcentrated.
-func TestReview14MatchesReference(t *testing.T) {
+// scratch). Found the map-order dependence of TestMixedDepths
+// and the cross-group contest of TestSpreadBesideConcentrated.
+func TestHogsConnMatchesReference(t *testing.T) {
 	pool := []string{
 		"127.0.0.1", "127.0.0.2", "127.0.0.3", "::1",
 		"10.1.2.3", "10.1.2.4", "10.1.3.1", "10.2.0.1", "198.51.100.7",
@@ -216,7 +216,7 @@ func TestReview14MatchesReference(t *testing.T) {
 	}
 }
 
-// TestReview14AgeAndOneFewer: what "within one of the most" and the age
+// TestAgeAndOneFewer: what "within one of the most" and the age
 // tie-break let a client steer, held or left open. A group holding a
 // single connection is never a candidate (atLeast is at least two over
 // the newcomer's group), however old its scrape. A scraper pair's group
@@ -228,7 +228,7 @@ func TestReview14MatchesReference(t *testing.T) {
 // group there (it held the most), but a client holding as many as the
 // pair, named to sort after it, got the scrape cut by name then, and by
 // age now; one fewer gives it nothing ties did not.
-func TestReview14AgeAndOneFewer(t *testing.T) {
+func TestAgeAndOneFewer(t *testing.T) {
 	pair := []string{"fd00:0:0:1::a", "fd00:0:0:1::b"}
 	client := []string{"2001:db8::1", "2001:db8::2", "2001:db8::3"}
 	for _, tc := range []struct {
@@ -249,14 +249,14 @@ func TestReview14AgeAndOneFewer(t *testing.T) {
 	}
 }
 
-// TestReview14StateDisagrees: cut builds its candidates from byPeer and
+// TestCutStateDisagrees: cut builds its candidates from byPeer and
 // picks from served; the two disagree for a moment when the server
 // closes a connection (limitConn.Close releases its count before
 // ConnState reports it closed) or for a served entry with no peer. The
 // rule must not panic, and must pick nothing outside the candidate
 // groups: at worst a connection the server is closing, which makeRoom
 // closes again, and asks again.
-func TestReview14StateDisagrees(t *testing.T) {
+func TestCutStateDisagrees(t *testing.T) {
 	l := newLimitListener(nil, 8)
 	since := time.Now()
 	add := func(ip string, counted bool) net.Conn {
@@ -300,10 +300,10 @@ func r14ManyGroups(tb testing.TB, n int) *limitListener {
 	return r13Full(tb, n, func(i int) string { return fmt.Sprintf("2001:%x:0:%x::1", i/2+1, i%2) })
 }
 
-// TestReview14ManyGroupsAllocates: TestReview13NewcomerFloodAllocates'
+// TestCutManyGroupsAllocates: TestNewcomerFloodAllocates'
 // bound for the cut over many candidate groups: nothing allocated per
 // newcomer once the scratch has grown.
-func TestReview14ManyGroupsAllocates(t *testing.T) {
+func TestCutManyGroupsAllocates(t *testing.T) {
 	l := r14ManyGroups(t, maxMaxConnections)
 	p := ipPeer(net.ParseIP("3fff::1"))
 	if allocs := testing.AllocsPerRun(10, func() {
@@ -315,9 +315,9 @@ func TestReview14ManyGroupsAllocates(t *testing.T) {
 	}
 }
 
-// BenchmarkReview14ManyGroups: the rule's cost for one newcomer when
+// BenchmarkCutManyGroups: the rule's cost for one newcomer when
 // every /32 holding the slots is a candidate (BenchmarkHogsConn has one).
-func BenchmarkReview14ManyGroups(b *testing.B) {
+func BenchmarkCutManyGroups(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			l := r14ManyGroups(b, n)

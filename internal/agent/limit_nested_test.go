@@ -61,7 +61,7 @@ func r13Cut(t *testing.T, held []r13Conn, p peer) (cut string, blocks bool) {
 	return "", blocks
 }
 
-// TestReview13TiesCutTheNewest: a client spreads one connection per
+// TestTiesCutTheNewest: a client spreads one connection per
 // address over the group of a scraper whose scrape is in progress, then
 // a newcomer of its own from another group makes room. The group holds
 // the most, and within it every address holds one: which address gives
@@ -73,7 +73,7 @@ func r13Cut(t *testing.T, held []r13Conn, p peer) (cut string, blocks bool) {
 // (before d776516 a tie fell by map order). Among groups holding as
 // many, the connection served the longest is cut now: a scrape in
 // progress is newer than connections held to the write timeout.
-func TestReview13TiesCutTheNewest(t *testing.T) {
+func TestTiesCutTheNewest(t *testing.T) {
 	ips := func(ips ...string) []r13Conn {
 		var held []r13Conn
 		for _, ip := range ips {
@@ -100,7 +100,7 @@ func TestReview13TiesCutTheNewest(t *testing.T) {
 		// address or /64 holding one more gave one up, so a client
 		// spread one per /64 over the /56 of two scrapers sharing a /64
 		// (an HA pair on one subnet) made their /64 the biggest, and a
-		// newcomer from elsewhere cut a scrape (TestReview13Bounds had
+		// newcomer from elsewhere cut a scrape (TestLimitBounds had
 		// it as left open).
 		{"an address holding one more, however new", ips("fd00::6", "fd00::7", "fd00::5", "fd00::5"), "fd00:0:0:1::1", "fd00::6"},
 		// The same between groups at the level where the hog is found:
@@ -118,12 +118,12 @@ func TestReview13TiesCutTheNewest(t *testing.T) {
 	}
 }
 
-// TestReview13LoopbackScrapeNotCut: TestReview13TiesCutTheNewest's
+// TestLoopbackScrapeNotCut: TestTiesCutTheNewest's
 // first case over real connections, as a local user would: one request
 // held from each of 127.0.0.2 to 127.0.0.4, a scrape in progress from
 // 127.0.0.1, then a request from ::1 on the dual-stack listener. The
 // scrape must not be cut; one of the user's connections is.
-func TestReview13LoopbackScrapeNotCut(t *testing.T) {
+func TestLoopbackScrapeNotCut(t *testing.T) {
 	if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
 	} else {
@@ -179,7 +179,7 @@ func r13Full(tb testing.TB, n int, addr func(i int) string) *limitListener {
 	return l
 }
 
-// TestReview13NewcomerFloodAllocates: the rule runs for every newcomer
+// TestNewcomerFloodAllocates: the rule runs for every newcomer
 // while every slot is served (hogsConn, then blocksOthers when it finds
 // nothing), under the listener's mutex. A client allowed to ask that
 // holds all 4,096 slots of the largest limit and then opens connections
@@ -192,7 +192,7 @@ func r13Full(tb testing.TB, n int, addr func(i int) string) *limitListener {
 // is allocated per newcomer, found or not, nor for a cut; the time (two
 // passes, hogsConn's and blocksOthers', 0.5 ms at 4,096 slots spread
 // over a /64) is left to BenchmarkHogsConn and docs/safe.md.
-func TestReview13NewcomerFloodAllocates(t *testing.T) {
+func TestNewcomerFloodAllocates(t *testing.T) {
 	spreads := map[string]func(i int) string{
 		"a /64's addresses":     func(i int) string { return fmt.Sprintf("2001:db8::%x", i+1) },
 		"a /32 per slot":        func(i int) string { return fmt.Sprintf("2001:%x::1", i+1) },
@@ -233,7 +233,7 @@ func r13Zoned(p peer, zone string) peer {
 	return p
 }
 
-// TestReview13NamesCollide: the rule compares groups by name alone,
+// TestGroupNamesCollide: the rule compares groups by name alone,
 // level by level (tally, and the cut), trusting that equal names at a
 // level are one group, with equal groups above it. Tried on addresses
 // that might print alike or share masks across families: IPv4, IPv4-
@@ -242,7 +242,7 @@ func r13Zoned(p peer, zone string) peer {
 // appended at every level) and fe80::/10 outside fe80::/64, the
 // unspecified and multicast forms, unix peers' users, and random
 // addresses. No name is found at two levels, nor under two paths.
-func TestReview13NamesCollide(t *testing.T) {
+func TestGroupNamesCollide(t *testing.T) {
 	var peers []peer
 	for _, s := range []string{
 		"0.0.0.0", "0.0.0.1", "1.0.0.0", "10.0.0.1", "127.0.0.1", "127.255.255.255", "128.0.0.1",
@@ -290,13 +290,13 @@ func TestReview13NamesCollide(t *testing.T) {
 	}
 }
 
-// TestReview13MixedFamilies: one listener's peers of every kind at once
+// TestMixedFamilies: one listener's peers of every kind at once
 // (a dual-stack --listen: IPv4, IPv4 loopback, IPv6; the socket: users,
 // here on the same listener as a harder case), whose widest groups are of
 // unlike sizes (a /16, 127.0.0.0/8, a /32, a user): the rule compares
 // them by count alone, as sources, and blocksOthers closes a newcomer at
 // once only when its source holds a slot and some source holds two.
-func TestReview13MixedFamilies(t *testing.T) {
+func TestMixedFamilies(t *testing.T) {
 	uid := func(n int) r13Conn { s := "uid " + strconv.Itoa(n); return r13Conn{newPeer(s), s} }
 	for _, tc := range []struct {
 		name     string
@@ -324,12 +324,12 @@ func TestReview13MixedFamilies(t *testing.T) {
 	}
 }
 
-// TestReview13EmptyAndZero: the rule's edge cases, which must not panic
+// TestLimitEmptyAndZero: the rule's edge cases, which must not panic
 // nor close a connection no group holds: an empty listener, a peer with
 // no name (never from sourceOf, but peer{} is the zero value), a served
 // entry with no peer (serving found no limitConn beneath), most of
 // nothing.
-func TestReview13EmptyAndZero(t *testing.T) {
+func TestLimitEmptyAndZero(t *testing.T) {
 	if n := most(nil); n != 0 {
 		t.Errorf("most(nil) = %d", n)
 	}
@@ -345,7 +345,7 @@ func TestReview13EmptyAndZero(t *testing.T) {
 	}
 }
 
-// TestReview13LinkLocalOutsideSlash64: a peer on a link can take any
+// TestLinkLocalOutsideSlash64: a peer on a link can take any
 // address of fe80::/10, not only of fe80::/64, and each /32 of it
 // (fe81::/32, febf:ffff::/32) is a widest group of its own: one per
 // slot would escape the rule the way a /32 per slot does. Tried from
@@ -354,7 +354,7 @@ func TestReview13EmptyAndZero(t *testing.T) {
 // gets a connection (the SYN-ACK has no route). Held by the kernel; a
 // host routing all of fe80::/10 to a link would need the link as one
 // group.
-func TestReview13LinkLocalOutsideSlash64(t *testing.T) {
+func TestLinkLocalOutsideSlash64(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
@@ -438,15 +438,15 @@ func TestReview13LinkLocalOutsideSlash64(t *testing.T) {
 	}
 }
 
-// TestReview13Bounds: what the rule still allows, as measured by the
+// TestLimitBounds: what the rule still allows, as measured by the
 // review (docs/safe.md, "left open"); a rule that narrows one of these
 // changes its want here. It is a trade-off of counting groups: a
 // newcomer is compared by its group's count, which a client in that
 // group raises. (A group found was cut where it held the most, which a
 // client spread beside two scrapers sharing a /64 turned against them;
 // sub-groups within one of the most are now alike, and age decides:
-// TestReview13TiesCutTheNewest.)
-func TestReview13Bounds(t *testing.T) {
+// TestTiesCutTheNewest.)
+func TestLimitBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		held     []string // oldest first

@@ -123,7 +123,7 @@ func r13ScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) str
 	}
 }
 
-// TestReview12SameSlash64Neighbour: a client in the same /64 as a
+// TestSameSlash64Neighbour: a client in the same /64 as a
 // scraper, from one address of its own, holds every slot with requests
 // it never lets end. Counted by address (before the /64 rule) the
 // scraper's newcomer closed one of them; counted by /64 alone, both were
@@ -131,27 +131,27 @@ func r13ScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) str
 // blocksOthers closed the scrape at once, every time: a neighbour
 // (another container on the node, whose pods commonly share a /64)
 // locked the scraper out. Within a source, addresses are now told apart.
-func TestReview12SameSlash64Neighbour(t *testing.T) {
+func TestSameSlash64Neighbour(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
 	r13HogCut(t, "[fd00:6d77:0:9::1]:0", fromIP("fd00:6d77:0:1::a"), "fd00:6d77:0:1::5", "a scrape from the hog's /64")
 }
 
-// TestReview12NeighbourScrapeNotCut: a scrape in progress from
+// TestNeighbourScrapeNotCut: a scrape in progress from
 // fd00:6d77:0:1::5, then a client from another address of that /64
 // on every other slot, then a newcomer from another /64. The /64 holds
 // every slot: one of its connections is closed, and it was the
 // longest-served, the scrape's. It is now one of the address holding
 // the most.
-func TestReview12NeighbourScrapeNotCut(t *testing.T) {
+func TestNeighbourScrapeNotCut(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
 	r13ScrapeNotCut(t, "[fd00:6d77:0:9::1]:0", "fd00:6d77:0:1::5", func(int32) string { return "fd00:6d77:0:1::a" }, false, "fd00:6d77:0:2::1")
 }
 
-// TestReview12AcrossSlash64s: a client that holds every slot one
+// TestAcrossSlash64s: a client that holds every slot one
 // connection per /64 (a /48 holds 65,536 of them), per /56 or per /48
 // was as many sources holding one each while sources were /64s, and a
 // scrape waited for one of them to end (the subtest "1 per /64" failed
@@ -160,7 +160,7 @@ func TestReview12NeighbourScrapeNotCut(t *testing.T) {
 // its connections. What the rule still cannot find is a spread over
 // /32s, which the last case shows: the scrape waits, as docs/agent.md
 // says.
-func TestReview12AcrossSlash64s(t *testing.T) {
+func TestAcrossSlash64s(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
@@ -202,12 +202,12 @@ func TestReview12AcrossSlash64s(t *testing.T) {
 	}
 }
 
-// TestReview13SpreadNeighbour: a client spread over the /64s of one /56
+// TestSpreadNeighbour: a client spread over the /64s of one /56
 // holds every slot but one, which a scraper in the same /48 (another
 // /56) holds with a scrape in progress. A newcomer of the scraper's
 // closes one of the spread's connections, found at the /56 level, and
 // the scrape in progress is not cut; so does a newcomer from elsewhere.
-func TestReview13SpreadNeighbour(t *testing.T) {
+func TestSpreadNeighbour(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
@@ -219,7 +219,7 @@ func TestReview13SpreadNeighbour(t *testing.T) {
 	}
 }
 
-// TestReview13IPv4Spread: an IPv4 client holding three slots from three
+// TestIPv4Spread: an IPv4 client holding three slots from three
 // addresses of one /24 (a tenant's range), or of three /24s of one /16,
 // beside a scrape in progress from another /24. Counted by address (before
 // IPv4 groups) each held one, as the scrape did, and a newcomer waited;
@@ -230,7 +230,7 @@ func TestReview13SpreadNeighbour(t *testing.T) {
 // such a tie goes to the longest-served (cut). With the scrape the
 // older, as this test first had it, it passed only because "10.1.11.0/24"
 // sorts before "10.1.3.0/24" (the tie went to the least name; review 13).
-func TestReview13IPv4Spread(t *testing.T) {
+func TestIPv4Spread(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
@@ -248,13 +248,13 @@ func TestReview13IPv4Spread(t *testing.T) {
 	}
 }
 
-// TestReview12LoopbackAddresses: a local user (any user may bind any
+// TestLoopbackAddresses: a local user (any user may bind any
 // address of 127.0.0.0/8) holds every slot of a dual-stack --listen, one
 // connection from each of four loopback addresses. Each address was a
 // source holding one: the rule never found it, and a scrape from
 // elsewhere (here ::1) waited until the write timeout. IPv4 loopback is
 // one source now.
-func TestReview12LoopbackAddresses(t *testing.T) {
+func TestLoopbackAddresses(t *testing.T) {
 	if ln, err := net.Listen("tcp", "[::]:0"); err != nil {
 		t.Skipf("no dual-stack listener: %v", err)
 	} else {
@@ -276,13 +276,13 @@ func TestReview12LoopbackAddresses(t *testing.T) {
 	}
 }
 
-// TestReview12LinkLocalZones: link-local peers on two links, with the
+// TestLinkLocalZones: link-local peers on two links, with the
 // same address (fe80::c, each link's own), the agent's listener on both.
 // Without the link in the source, both were fe80::/64 and one address:
 // the client on one link holding every slot, a scrape from the other
 // was its own newcomer, closed at once (blocksOthers). Each link is a
 // source of its own now.
-func TestReview12LinkLocalZones(t *testing.T) {
+func TestLinkLocalZones(t *testing.T) {
 	if !r12Netns(t) {
 		return
 	}
@@ -320,14 +320,14 @@ func TestReview12LinkLocalZones(t *testing.T) {
 	r11WantCut(t, hogs)
 }
 
-// TestReview12AddressForms: IPv6 addresses that carry another network's
+// TestAddressForms: IPv6 addresses that carry another network's
 // address (IPv4-compatible, SIIT, NAT64's 64:ff9b::/96, 6to4's 2002::/16,
 // Teredo's 2001::/32) are in their /64 and wider groups like any other,
 // with each address told apart within it: every IPv4 client behind one
 // NAT64 prefix is one group, as behind one NAT address, but one of them
 // does not lock out the others (hogsConn); a 6to4 host's /48 is one group
-// of 65,536 /64s, as any routed /48 (TestReview12AcrossSlash64s).
-func TestReview12AddressForms(t *testing.T) {
+// of 65,536 /64s, as any routed /48 (TestAcrossSlash64s).
+func TestAddressForms(t *testing.T) {
 	for in, want := range map[string]string{
 		"::c000:207":                           "::/64 > ::c000:207",
 		"::ffff:0:c000:207":                    "::/64 > ::ffff:0:c000:207",
@@ -352,10 +352,10 @@ func TestReview12AddressForms(t *testing.T) {
 	}
 }
 
-// TestReview12FileLimit: the largest listeners (--max-connections 4096
+// TestListenersFileLimit: the largest listeners (--max-connections 4096
 // on both, the snapshot and debug sockets) under limits around what they
 // need, an unlimited limit, and the default when MaxConns is unset.
-func TestReview12FileLimit(t *testing.T) {
+func TestListenersFileLimit(t *testing.T) {
 	p := Listeners{Socket: "m.sock", TCP: "127.0.0.1:0", Snapshot: "s.sock", Debug: "d.sock", MaxConns: maxMaxConnections}
 	files := 2*(1+4096+1) + 1 + 8 + 1 + 8 + 1
 	if got := p.Files(); got != files {
@@ -412,11 +412,11 @@ func TestDebugSocketBounded(t *testing.T) {
 	}
 }
 
-// TestReview13Inherited: descriptors the agent holds before it listens
+// TestInheritedDescriptors: descriptors the agent holds before it listens
 // (inherited from a shell or a supervisor) count against the open-file
 // limit: before, the check counted the listeners alone, and 40 inherited
 // descriptors came out of the walk's share unseen.
-func TestReview13Inherited(t *testing.T) {
+func TestInheritedDescriptors(t *testing.T) {
 	openFiles := func() int {
 		n, err := engine.OpenBelow(math.MaxUint64)
 		if err != nil {

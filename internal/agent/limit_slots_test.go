@@ -144,7 +144,7 @@ func basicHeader(user, pass string) string {
 	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)) + "\r\n"
 }
 
-// TestReview10BodyNeverSent: a request that announces a body (a length,
+// TestBodyNeverSent: a request that announces a body (a length,
 // chunks, or Expect: 100-continue) and never sends it. net/http reads up
 // to 256 KiB of an unread body after the handler, to keep the connection,
 // and the agent sets no read deadline past the headers: the connection
@@ -152,7 +152,7 @@ func basicHeader(user, pass string) string {
 // connections locked out every scrape on a listener of 2, on --no-auth
 // and, refused with 401, behind basic auth too. Requests with a body are
 // now refused (413) and that read fails at once.
-func TestReview10BodyNeverSent(t *testing.T) {
+func TestBodyNeverSent(t *testing.T) {
 	heads := map[string]string{
 		"length":   "Content-Length: 10\r\n",
 		"chunked":  "Transfer-Encoding: chunked\r\n",
@@ -214,14 +214,14 @@ func TestReview10BodyNeverSent(t *testing.T) {
 	}
 }
 
-// TestReview10PipelinedUnread: a client without a password pipelines
+// TestPipelinedUnread: a client without a password pipelines
 // requests and reads no answer. Its 401s fill the socket buffers, the
 // server's write blocks, and the connection counted as serving a request
 // (never closed) until the write timeout, --scrape-timeout + 30 s,
 // renewed by reconnecting: two such connections locked scrapes out of a
 // listener of 2. Only a request that passed the access check now keeps
 // its connection from being closed for a newcomer.
-func TestReview10PipelinedUnread(t *testing.T) {
+func TestPipelinedUnread(t *testing.T) {
 	for _, tlsOn := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
 			web, tc := r10Web(t, tlsOn)
@@ -239,12 +239,12 @@ func TestReview10PipelinedUnread(t *testing.T) {
 	}
 }
 
-// TestReview10UnreadNoAuthWriteTimeout: on --no-auth every request is
+// TestUnreadNoAuthWriteTimeout: on --no-auth every request is
 // allowed, and one whose answers are not read keeps its slot until the
 // write timeout; then the waiting scrape is answered. (The agent's write
 // timeout is --scrape-timeout + 30 s; here 1 s.) What this leaves open is
 // in docs/agent.md, "Connections".
-func TestReview10UnreadNoAuthWriteTimeout(t *testing.T) {
+func TestUnreadNoAuthWriteTimeout(t *testing.T) {
 	big := strings.Repeat("x", 64<<10)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) })
 	_, addr := r10Listen(t, Listeners{MaxConns: 1}, h, func(s *Server) { s.srv.WriteTimeout = time.Second })
@@ -259,7 +259,7 @@ func TestReview10UnreadNoAuthWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestReview10WrongPasswordQueue: wrong passwords wait in turn for a
+// TestWrongPasswordQueue: wrong passwords wait in turn for a
 // bcrypt check (one at a time). Each waiting request counted as serving,
 // so a few connections with wrong passwords held every slot for as long
 // as bcrypt kept them queued, and a scrape whose password was known
@@ -267,7 +267,7 @@ func TestReview10UnreadNoAuthWriteTimeout(t *testing.T) {
 // for its check may now be closed for a newcomer, and its wait ends with
 // its connection, so closed requests do not pile up behind bcrypt. The
 // check in progress is played by holding the semaphore.
-func TestReview10WrongPasswordQueue(t *testing.T) {
+func TestWrongPasswordQueue(t *testing.T) {
 	web, _ := r10Web(t, false)
 	s, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 	if code, err := r10Scrape(addr, nil, 5*time.Second); err != nil || code != 200 {
@@ -311,14 +311,14 @@ func TestReview10WrongPasswordQueue(t *testing.T) {
 	release()
 }
 
-// TestReview10HTTP2: net/http speaks HTTP/2 over TLS to a client that
+// TestHTTP2Slots: net/http speaks HTTP/2 over TLS to a client that
 // offers it, and an HTTP/2 connection carries up to 250 requests at
 // once: 200 wrong-password requests on one connection all waited for
 // their check at once, on a listener of 2 connections (a request's
 // headers, up to the header limit each, held meanwhile). The metrics
 // listeners now speak HTTP/1.1 only (Prometheus' scrapes do). Unencrypted
 // HTTP/2 (prior knowledge) is not served either.
-func TestReview10HTTP2(t *testing.T) {
+func TestHTTP2Slots(t *testing.T) {
 	web, tc := r10Web(t, true)
 	_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxConnsPerHost: 1}
@@ -366,7 +366,7 @@ func TestReview10HTTP2(t *testing.T) {
 	}
 }
 
-// TestReview10HeaderMemory: the header limit bounds the bytes, not the
+// TestHeaderMemory: the header limit bounds the bytes, not the
 // memory: 36 KiB of headers with short names ("0:" to "1fff:") took
 // 508 KiB of heap per connection while the headers were still coming
 // (net/http's map of them), 32 MiB for 64 connections, and the agent from
@@ -374,7 +374,7 @@ func TestReview10HTTP2(t *testing.T) {
 // 4 KiB (8 KiB on the wire: net/http allows 4,096 bytes more), about
 // 130 KiB a connection at worst. A scrape's headers (under 1 KiB) and
 // 3 KiB more still pass.
-func TestReview10HeaderMemory(t *testing.T) {
+func TestHeaderMemory(t *testing.T) {
 	_, addr := r10Listen(t, Listeners{MaxConns: 64}, nil, nil)
 	var b strings.Builder
 	b.WriteString("GET /metrics HTTP/1.1\r\nHost: x\r\n")
@@ -417,11 +417,11 @@ func TestReview10HeaderMemory(t *testing.T) {
 	}
 }
 
-// TestReview10TLSHandshakeMemory: a ClientHello of 64 KiB (the most a
+// TestTLSHandshakeMemory: a ClientHello of 64 KiB (the most a
 // TLS handshake message may be) sent in 16 KiB records, all but its last
 // byte: held while the handshake waits, like headers, it costs about
 // 110 KiB a connection, no more than headers at their limit.
-func TestReview10TLSHandshakeMemory(t *testing.T) {
+func TestTLSHandshakeMemory(t *testing.T) {
 	web, _ := r10Web(t, true)
 	_, addr := r10Listen(t, Listeners{MaxConns: 64, Web: web}, nil, nil)
 	var ms runtime.MemStats
@@ -452,10 +452,10 @@ func TestReview10TLSHandshakeMemory(t *testing.T) {
 	}
 }
 
-// TestReview10Slowloris: connections that dribble their headers (a byte
+// TestSlowloris: connections that dribble their headers (a byte
 // every 20 ms, well within the 10 s header timeout) hold no slot against
 // a newcomer: they have not asked anything yet.
-func TestReview10Slowloris(t *testing.T) {
+func TestSlowloris(t *testing.T) {
 	_, addr := r10Listen(t, Listeners{MaxConns: 2}, nil, nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -489,11 +489,11 @@ func TestReview10Slowloris(t *testing.T) {
 	}
 }
 
-// TestReview10TLSHandshakeStalled: connections that stop in the middle
+// TestTLSHandshakeStalled: connections that stop in the middle
 // of the TLS handshake (half a ClientHello, or nothing) hold no slot
 // against a newcomer, and closing them does not wait for them (the 5 s
 // of tls.Conn.Close's alert).
-func TestReview10TLSHandshakeStalled(t *testing.T) {
+func TestTLSHandshakeStalled(t *testing.T) {
 	web, tc := r10Web(t, true)
 	_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 	// A ClientHello's record header and the start of its body.
@@ -519,10 +519,10 @@ func TestReview10TLSHandshakeStalled(t *testing.T) {
 	}
 }
 
-// TestReview10SlotLeaks: connections ended every way a client (or the
+// TestSlotLeaks: connections ended every way a client (or the
 // server) can end them, 10 rounds, then the slots are all free again and
 // the limit is still the limit (a slot freed twice would raise it).
-func TestReview10SlotLeaks(t *testing.T) {
+func TestSlotLeaks(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/panic" {
 			panic("review10")
@@ -647,11 +647,11 @@ func TestReview10SlotLeaks(t *testing.T) {
 	}
 }
 
-// TestReview10EvictedRequestRetried: a kept-alive connection closed to
+// TestEvictedRequestRetried: a kept-alive connection closed to
 // make room just as its next request leaves the client: net/http's
 // client (Prometheus') sends the request again on a new connection, and
 // every scrape is answered while a flood of idle connections runs.
-func TestReview10EvictedRequestRetried(t *testing.T) {
+func TestEvictedRequestRetried(t *testing.T) {
 	_, addr := r10Listen(t, Listeners{MaxConns: 8}, nil, nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -689,10 +689,10 @@ func TestReview10EvictedRequestRetried(t *testing.T) {
 	}
 }
 
-// TestReview10ShutdownWhileAcceptWaits: the agent stops while a
+// TestShutdownWhileAcceptWaits: the agent stops while a
 // newcomer waits for a slot (every slot serving): Serve returns, the
 // newcomer is closed, and no Accept is left behind.
-func TestReview10ShutdownWhileAcceptWaits(t *testing.T) {
+func TestShutdownWhileAcceptWaits(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -735,10 +735,10 @@ func TestReview10ShutdownWhileAcceptWaits(t *testing.T) {
 	}
 }
 
-// TestReview10ManySlots: the limit at its largest, 4,096 silent
+// TestManySlots: the limit at its largest, 4,096 silent
 // connections (makeRoom looks through all of them for each newcomer):
 // a scrape is answered and the oldest is the one closed.
-func TestReview10ManySlots(t *testing.T) {
+func TestManySlots(t *testing.T) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < 2*maxMaxConnections+256 {
 		t.Skipf("needs %d descriptors (RLIMIT_NOFILE %d)", 2*maxMaxConnections+256, rl.Cur)
@@ -761,5 +761,5 @@ func TestReview10ManySlots(t *testing.T) {
 }
 
 // log0 is a server error log that drops what it is given (the panics
-// and TLS errors TestReview10SlotLeaks provokes on purpose).
+// and TLS errors TestSlotLeaks provokes on purpose).
 func log0() *log.Logger { return log.New(io.Discard, "", 0) }

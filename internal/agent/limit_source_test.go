@@ -110,14 +110,14 @@ func r11Dial(t *testing.T, ip, addr string) net.Conn {
 	return c
 }
 
-// TestReview11HogQueuesAhead: the hog holds every slot with served
+// TestHogQueuesAhead: the hog holds every slot with served
 // requests, then opens one connection more. No room can be made for it
 // (it is the hog), and Accept waited for a slot with it, so a scrape
 // from another address, queued behind it in the kernel's backlog, was
 // never even accepted: the rule never ran for it, and one connection
 // more than the limit was enough to lock every other source out until
 // the write timeout. It is closed at once now (blocksOthers).
-func TestReview11HogQueuesAhead(t *testing.T) {
+func TestHogQueuesAhead(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	var started sync.WaitGroup
@@ -138,11 +138,11 @@ func TestReview11HogQueuesAhead(t *testing.T) {
 	r11WantCut(t, hogs)
 }
 
-// TestReview11MappedAddress: on a dual-stack listener (--listen
+// TestMappedAddress: on a dual-stack listener (--listen
 // [::]:PORT) an IPv4 client may arrive as 127.0.0.1 or as
 // ::ffff:127.0.0.1; counted as two sources, one client could hold
 // slots under both names and look half its size. Both are one source.
-func TestReview11MappedAddress(t *testing.T) {
+func TestMappedAddress(t *testing.T) {
 	ln, err := net.Listen("tcp", "[::]:0")
 	if err != nil {
 		t.Skipf("no dual-stack listener: %v", err)
@@ -185,13 +185,13 @@ func (a *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return a.rt.RoundTrip(r)
 }
 
-// TestReview11HogTLS: the rule under TLS and basic auth, where the
+// TestHogTLS: the rule under TLS and basic auth, where the
 // server names a connection by its *tls.Conn (served is keyed by it) and
 // the source is found beneath it. A password holder from one address
 // on every slot that reads nothing: a scrape from another address is
 // answered at once, one of the hog's connections closed beneath TLS
 // (no 5 s close_notify to a peer that reads nothing).
-func TestReview11HogTLS(t *testing.T) {
+func TestHogTLS(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	var started sync.WaitGroup
@@ -210,13 +210,13 @@ func TestReview11HogTLS(t *testing.T) {
 	r11WantCut(t, hogs)
 }
 
-// TestReview11CountsAfterChurn: the rule's closes raced with the
+// TestCountsAfterChurn: the rule's closes raced with the
 // server's own (the hog's requests let end as the newcomer arrives),
 // twenty rounds, then every client gone: no slot, no source count, no
 // served or waiting entry may be left (a leaked count would make a
 // source look like a hog for good, a stale served entry be picked
 // again).
-func TestReview11CountsAfterChurn(t *testing.T) {
+func TestCountsAfterChurn(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		release = make(chan struct{})

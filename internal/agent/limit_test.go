@@ -177,7 +177,7 @@ func TestMaxConnectionsSilent(t *testing.T) {
 // for a newcomer whose source or address holds as many, or one fewer; a
 // newcomer finding every slot busy, with no source or address two ahead
 // of any other, waits for one to end. (From an address that holds a slot, when one
-// holds two, it is closed instead: TestReview11HogQueuesAhead.)
+// holds two, it is closed instead: TestHogQueuesAhead.)
 func TestMaxConnectionsBusy(t *testing.T) {
 	release := make(chan struct{})
 	var started sync.WaitGroup

@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// TestReview9RemoveTemps: what a second signal runs before the process
+// TestRemoveTemps: what a second signal runs before the process
 // dies (cli.InterruptibleOnce). Every temporary file not yet committed
 // or aborted is removed; a published file and an old target are left
 // alone; a Commit or Create after it fails without publishing or
 // leaving anything; an Abort after it is harmless. Run concurrently
 // with Commits (go test -race): a file is either published whole or
 // gone, never a temporary file left.
-func TestReview9RemoveTemps(t *testing.T) {
+func TestRemoveTemps(t *testing.T) {
 	defer func() {
 		pending.Lock()
 		pending.removed = false

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestReview5PlantedNames (review5): temporary names come from the
+// TestPlantedNames (review5): temporary names come from the
 // runtime's generator (math/rand/v2), not crypto/rand. An attacker who
 // guessed every name Create tries (simulated by an OpenFunc that plants
 // something at each before it is opened) gets only a failure: a symlink
@@ -18,7 +18,7 @@ import (
 // to create a file where the attacker chose), a FIFO, a file of theirs.
 // Nothing is written through them, none is removed, no target appears;
 // with one free try left, Create succeeds.
-func TestReview5PlantedNames(t *testing.T) {
+func TestPlantedNames(t *testing.T) {
 	kinds := []string{"symlink", "dangling", "fifo", "file"}
 	for _, free := range []bool{false, true} {
 		t.Run(fmt.Sprintf("free try %v", free), func(t *testing.T) {
@@ -86,10 +86,10 @@ func TestReview5PlantedNames(t *testing.T) {
 	}
 }
 
-// TestReview5NamesDifferAcrossProcesses (review5): the generator is
+// TestNamesDifferAcrossProcesses (review5): the generator is
 // seeded per process by the runtime, so two runs of the same binary (as
 // two memwho runs are) never start from the same names.
-func TestReview5NamesDifferAcrossProcesses(t *testing.T) {
+func TestNamesDifferAcrossProcesses(t *testing.T) {
 	if os.Getenv("ATOMICFILE_REVIEW5_NAMES") != "" {
 		for range 4 {
 			fmt.Println(tempName("x"))
@@ -98,7 +98,7 @@ func TestReview5NamesDifferAcrossProcesses(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for range 4 {
-		c := exec.Command(os.Args[0], "-test.run=^TestReview5NamesDifferAcrossProcesses$")
+		c := exec.Command(os.Args[0], "-test.run=^TestNamesDifferAcrossProcesses$")
 		c.Env = append(os.Environ(), "ATOMICFILE_REVIEW5_NAMES=1")
 		out, err := c.Output()
 		if err != nil {

@@ -12,10 +12,10 @@ import (
 // The sixteenth review (docs/safe.md): the audit's fixes of 2026-11-26
 // to the command line (NoEmpty, Excludes, flagError, UsageError.Command).
 
-// review16Flags is a flag set shaped as the report's: -p and --pid one
+// reportLikeFlags is a flag set shaped as the report's: -p and --pid one
 // string, --from, --proc, -t and --total one bool, --system, --fast,
 // --fresh, --top, --json and -n (Seconds).
-func review16Flags() *flag.FlagSet {
+func reportLikeFlags() *flag.FlagSet {
 	fs := NewFlagSet("memwho")
 	var pids, from, proc string
 	var total, system, fast, fresh, json bool
@@ -36,9 +36,9 @@ func review16Flags() *flag.FlagSet {
 	return fs
 }
 
-// TestReview16NoEmpty: every spelling of an empty value is refused, and
+// TestNoEmptyValues: every spelling of an empty value is refused, and
 // the last of repeated flags decides (as the flag package's value).
-func TestReview16NoEmpty(t *testing.T) {
+func TestNoEmptyValues(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string // "" for no error
@@ -57,7 +57,7 @@ func TestReview16NoEmpty(t *testing.T) {
 		{[]string{"--top", "0"}, ""},
 		{nil, ""},
 	} {
-		fs := review16Flags()
+		fs := reportLikeFlags()
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -72,11 +72,11 @@ func TestReview16NoEmpty(t *testing.T) {
 	}
 }
 
-// TestReview16Excludes: -t excludes --system, --from excludes --proc and
+// TestFlagExcludes: -t excludes --system, --from excludes --proc and
 // --fast; a boolean given as false (-t=false, --fast=$FAST with FAST
 // false) asks for nothing and is not refused. BROKE before the fix:
 // memwho -t=false --system was "-t excludes --system".
-func TestReview16Excludes(t *testing.T) {
+func TestFlagExcludes(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -93,7 +93,7 @@ func TestReview16Excludes(t *testing.T) {
 		{[]string{"--from", "f", "--fresh"}, ""},
 		{[]string{"--proc", "/x", "--fast"}, ""},
 	} {
-		fs := review16Flags()
+		fs := reportLikeFlags()
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -116,11 +116,11 @@ func TestReview16Excludes(t *testing.T) {
 	}
 }
 
-// TestReview16FlagErrorHostile: a value is quoted by the flag package,
+// TestFlagErrorHostile: a value is quoted by the flag package,
 // and a value holding " for flag -" or " for -" named another flag
 // (--top 'x" for flag -p: y' read "-p: invalid value"). BROKE before the
 // fix. Every message stays one line through Exit, exit 2.
-func TestReview16FlagErrorHostile(t *testing.T) {
+func TestFlagErrorHostile(t *testing.T) {
 	long := strings.Repeat("9", 5000)
 	for _, tc := range []struct {
 		args   []string
@@ -140,7 +140,7 @@ func TestReview16FlagErrorHostile(t *testing.T) {
 		{[]string{"--top"}, "--top: needs a value"},
 		{[]string{"---x"}, "bad flag syntax: ---x"},
 	} {
-		fs := review16Flags()
+		fs := reportLikeFlags()
 		err := Parse(fs, "usage", tc.args, &bytes.Buffer{})
 		var ue *UsageError
 		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), tc.prefix) {
@@ -175,9 +175,9 @@ func TestReview16FlagErrorHostile(t *testing.T) {
 	}
 }
 
-// TestReview16UsageCommand: the hint names the command set, else the
+// TestUsageCommand: the hint names the command set, else the
 // report's --help; FlagError is a usage error.
-func TestReview16UsageCommand(t *testing.T) {
+func TestUsageCommand(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string

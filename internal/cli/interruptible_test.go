@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// TestReview8InterruptibleSignals: SIGHUP ends an Interruptible context
+// TestInterruptibleSignals: SIGHUP ends an Interruptible context
 // as SIGINT and SIGTERM do (a closed terminal left a snapshot -o's or a
 // report --html's temporary file behind), and SIGINT and SIGHUP that
 // the process ignores stay ignored (nohup, a script's background job):
 // os/signal installed a handler for them, so a Ctrl-C meant for a
 // script's foreground command stopped the record it ran with "&".
-func TestReview8InterruptibleSignals(t *testing.T) {
+func TestInterruptibleSignals(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sig     syscall.Signal
@@ -57,13 +57,13 @@ func TestReview8InterruptibleSignals(t *testing.T) {
 	}
 }
 
-// TestReview8Parsers: the tightened parsers (sizes plain decimals, days
+// TestParsersStrict: the tightened parsers (sizes plain decimals, days
 // and times without a sign) against spellings around the new rules:
 // other scripts' digits, invisible and no-break spaces, points in odd
 // places, long digit strings, and a sign on a zero ("-0s" and "-0h" were
 // still taken by ParseDays after "-0d" was refused, and "+1h" and "-0s"
 // by ParseTime for --since and --to).
-func TestReview8Parsers(t *testing.T) {
+func TestParsersStrict(t *testing.T) {
 	long := strings.Repeat("9", 400)
 	for _, tc := range []struct {
 		in   string
@@ -130,7 +130,7 @@ func TestReview8Parsers(t *testing.T) {
 // SIGINT and SIGTERM end the context; under nohup the channel stays
 // open and SIGHUP ignored. It runs in a process of its own: os/signal
 // goes on reporting a signal as ignored after signal.Reset (here, after
-// TestReview8InterruptibleSignals' nohup cases), which would change
+// TestInterruptibleSignals' nohup cases), which would change
 // what InterruptibleView catches.
 func TestInterruptibleViewHangup(t *testing.T) {
 	if os.Getenv("MEMWHO_TEST_VIEW_HANGUP") == "" {

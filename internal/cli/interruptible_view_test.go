@@ -12,19 +12,19 @@ import (
 	"time"
 )
 
-// TestReview15InterruptibleView: the fifteenth review's signals at
+// TestInterruptibleView: the fifteenth review's signals at
 // InterruptibleView (docs/safe.md): SIGHUP twice then SIGTERM at once,
 // before anyone reads (the channel closed once, the context ended, the
 // process alive); under nohup the same (the channel never closed, SIGHUP
 // still ignored); stop racing a storm of SIGHUPs, 200 times (no close
 // of a closed channel, no goroutine left). In a process of its own, as
 // TestInterruptibleViewHangup.
-func TestReview15InterruptibleView(t *testing.T) {
+func TestInterruptibleView(t *testing.T) {
 	if os.Getenv("MEMWHO_TEST_R15_VIEW") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestReview15InterruptibleView$", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestInterruptibleView$", "-test.v")
 		cmd.Env = append(os.Environ(), "MEMWHO_TEST_R15_VIEW=1")
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestReview15InterruptibleView") {
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestInterruptibleView") {
 			t.Fatalf("%v:\n%s", err, out)
 		}
 		return

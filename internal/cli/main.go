@@ -153,11 +153,11 @@ func forceStop(sig syscall.Signal, sigs []os.Signal, cleanup func()) {
 // the terminal's hang-up as its own and then gives nothing back to a
 // terminal that is gone. When it ended the context as well, the two
 // raced, and when the context won, the view wrote to the dead terminal
-// and exited 1 (seen under load: TestWatchReview4Terminal, "the
+// and exited 1 (seen under load: TestWatchTerminal, "the
 // terminal hung up", 2 of 60 runs). Instead the returned channel is
 // closed at the first SIGHUP, whenever it comes: before the view has
 // started its own handling too (a hang-up caught here and dropped left
-// the view running: TestWatchReview4Signals, "SIGHUP before the first
+// the view running: TestWatchSignals, "SIGHUP before the first
 // frame", 1 run of 4 under load), and in the plain output, which it
 // ends as SIGTERM does. SIGHUP stays caught for the whole command: a
 // hang-up that arrives after the view has stopped its own handling

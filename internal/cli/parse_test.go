@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// TestReview7ParseSize: odd spellings against ParseSize: never a
+// TestParseSizeOdd: odd spellings against ParseSize: never a
 // negative size, NaN, a wrapped int64 or a unit read from stray
 // letters.
-func TestReview7ParseSize(t *testing.T) {
+func TestParseSizeOdd(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64 // -1: refused
@@ -38,8 +38,8 @@ func TestReview7ParseSize(t *testing.T) {
 	}
 }
 
-// TestReview7ParseDays: never negative, no overflow, days only whole.
-func TestReview7ParseDays(t *testing.T) {
+// TestParseDaysOdd: never negative, no overflow, days only whole.
+func TestParseDaysOdd(t *testing.T) {
 	const day = 24 * time.Hour
 	for _, tc := range []struct {
 		in   string
@@ -62,9 +62,9 @@ func TestReview7ParseDays(t *testing.T) {
 	}
 }
 
-// TestReview7ParseTime: every time comes back on a millisecond, never
+// TestParseTimeOdd: every time comes back on a millisecond, never
 // after now for a duration, and the odd ones are refused.
-func TestReview7ParseTime(t *testing.T) {
+func TestParseTimeOdd(t *testing.T) {
 	now := time.Date(2026, 11, 26, 6, 30, 0, 123456789, time.UTC)
 	for _, tc := range []struct {
 		in   string

@@ -9,14 +9,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestReview6StartPollerRefuses (review6): when the kernel would refuse
+// TestStartPollerRefuses (review6): when the kernel would refuse
 // the runtime's poller (here: RLIMIT_NOFILE at what is open, EMFILE; in
 // the attack, another user filling fs.file-max, ENFILE), StartPoller
 // returns an error for one line on stderr, where the runtime would die
-// with a goroutine dump (TestReview6SystemFileTable in cmd/memwho runs
+// with a goroutine dump (TestSystemFileTable in cmd/memwho runs
 // the attack itself). The limit is set in a child, this test binary
 // again.
-func TestReview6StartPollerRefuses(t *testing.T) {
+func TestStartPollerRefuses(t *testing.T) {
 	if os.Getenv("MEMWHO_POLLER_CHILD") == "1" {
 		// The lowest free descriptor number: a limit there leaves
 		// no descriptor to open.
@@ -38,7 +38,7 @@ func TestReview6StartPollerRefuses(t *testing.T) {
 		t.Logf("refused: %v", err)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestReview6StartPollerRefuses$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestStartPollerRefuses$", "-test.v")
 	cmd.Env = append(os.Environ(), "MEMWHO_POLLER_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "refused:") {

@@ -9,14 +9,14 @@ import (
 	"testing"
 )
 
-// TestReview8CheckFree: record's free-descriptor check under soft
+// TestCheckFree: record's free-descriptor check under soft
 // limits set around what this process has open, the limit restored
 // after each. Two breaks: with no number free below the limit the
 // listing of /proc/self/fd itself failed with EMFILE, which the check
 // took for "cannot tell" and passed; and descriptors numbered at or
 // above the limit (opened before it was lowered) were counted as taking
 // room under it, so a check with room refused.
-func TestReview8CheckFree(t *testing.T) {
+func TestCheckFree(t *testing.T) {
 	var saved syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &saved); err != nil {
 		t.Fatal(err)

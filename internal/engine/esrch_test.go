@@ -60,7 +60,7 @@ func zombie(t *testing.T) (pid int, reap func()) {
 	}
 }
 
-// TestReview9ReusedPIDAfterESRCH: a zombie's smaps_rollup says ESRCH at
+// TestReusedPIDAfterESRCH: a zombie's smaps_rollup says ESRCH at
 // the open; before the stat that the incremental sampler reads for the
 // start time, the zombie is reaped and its PID goes to a new sleep (the
 // test pauses the engine in the fault hook at that next open, and
@@ -73,7 +73,7 @@ func zombie(t *testing.T) (pid int, reap func()) {
 // read the sleep. Fixed: a stat read after the ESRCH that shows neither
 // a kernel thread nor a zombie sends the read to readAnchored, and a
 // kernel record whose statm shows an address space is read again.
-func TestReview9ReusedPIDAfterESRCH(t *testing.T) {
+func TestReusedPIDAfterESRCH(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: needs root to reuse a PID (ns_last_pid)")
 	}
@@ -146,7 +146,7 @@ func TestReview9ReusedPIDAfterESRCH(t *testing.T) {
 	}
 }
 
-// TestReview9ESRCHTwiceHeldStatm: ESRCH at both opens of a live
+// TestESRCHTwiceHeldStatm: ESRCH at both opens of a live
 // process's smaps_rollup, by path and through its directory, as an
 // exec'ing thread's old leader gives while de_thread runs (its PID then
 // passes to the exec'ing thread, with the same start time): every open
@@ -156,7 +156,7 @@ func TestReview9ReusedPIDAfterESRCH(t *testing.T) {
 // was never read again (check ignores a kernel record's statm), before
 // e7678ae too. Fixed: a kernel record whose statm shows an address
 // space is read again, at the next tick.
-func TestReview9ESRCHTwiceHeldStatm(t *testing.T) {
+func TestESRCHTwiceHeldStatm(t *testing.T) {
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
@@ -195,13 +195,13 @@ func TestReview9ESRCHTwiceHeldStatm(t *testing.T) {
 	}
 }
 
-// TestReview9KernelAtOpen: the real processes the ESRCH at the open
+// TestKernelAtOpen: the real processes the ESRCH at the open
 // meets, in a report's one-shot scan (with and without the start time)
 // and the incremental sampler (holding statm or not): kernel thread 2
 // and a zombie are counted kernel threads, never gone or listed; a
 // process whose main thread exited while others run is listed with its
 // memory (read through a thread, toThread); a live sleep is listed.
-func TestReview9KernelAtOpen(t *testing.T) {
+func TestKernelAtOpen(t *testing.T) {
 	if _, err := syscall.Open("/proc/2/smaps_rollup", syscall.O_RDONLY, 0); err != syscall.ESRCH {
 		t.Skipf("skipping: opening PID 2's smaps_rollup gives %v, not ESRCH", err)
 	}
@@ -261,7 +261,7 @@ func TestReview9KernelAtOpen(t *testing.T) {
 	}
 }
 
-// TestReview9ReapedAtOpen: a process reaped between the kernel's lookup
+// TestReapedAtOpen: a process reaped between the kernel's lookup
 // of PID/smaps_rollup and its open gets ESRCH (proc_mem_open finds no
 // task), as a kernel thread does. The test reaps it in the fault hook
 // of that open and returns ESRCH. The incremental sampler's first read
@@ -272,7 +272,7 @@ func TestReview9KernelAtOpen(t *testing.T) {
 // kernel threads: they are read only once). A report's one-shot scan,
 // which reads no stat, counts it among kernel threads: the count alone
 // is off, nothing listed.
-func TestReview9ReapedAtOpen(t *testing.T) {
+func TestReapedAtOpen(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		opt      Options

@@ -49,14 +49,14 @@ int main(int argc, char **argv) {
 }
 `
 
-// TestReview5KeptRollupSharedMM (review5): a process whose smaps_rollup
+// TestKeptRollupSharedMM (review5): a process whose smaps_rollup
 // descriptor was kept execs while another task still shares its old
 // address space. The descriptor is bound to that address space, not to
 // the process, and still reads: the exec'd process must be shown with
 // its new memory, not the old 64 MiB (which the sharing task still uses,
 // and which would then be counted twice). The same path would show a
 // setuid program's figures from its caller's old address space.
-func TestReview5KeptRollupSharedMM(t *testing.T) {
+func TestKeptRollupSharedMM(t *testing.T) {
 	bin := buildCloneVM(t)
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -192,12 +192,12 @@ func sharedMMExec(t *testing.T, bin string, args []string, name string, late int
 	}
 }
 
-// TestReview5KeptRollupPIDReuse (review5): a process whose smaps_rollup
+// TestKeptRollupPIDReuse (review5): a process whose smaps_rollup
 // descriptor is kept exits, and another user's process is given its PID
 // (forced with ns_last_pid). The new process is shown with its own
 // figures and name, never the old record's, and the old descriptor is
 // given back.
-func TestReview5KeptRollupPIDReuse(t *testing.T) {
+func TestKeptRollupPIDReuse(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")
@@ -250,11 +250,11 @@ func TestReview5KeptRollupPIDReuse(t *testing.T) {
 	}
 }
 
-// TestReview5KeptRollupFewDescriptors (review5): with RLIMIT_NOFILE at 64
+// TestKeptRollupFewDescriptors (review5): with RLIMIT_NOFILE at 64
 // (MaxHeld 32) and more processes than that, or fewer, the statm and
 // smaps_rollup descriptors together stay within MaxHeld, and every
 // process is still read exactly, by path when none is left.
-func TestReview5KeptRollupFewDescriptors(t *testing.T) {
+func TestKeptRollupFewDescriptors(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip(err)
@@ -319,11 +319,11 @@ func TestReview5KeptRollupFewDescriptors(t *testing.T) {
 	}
 }
 
-// TestReview5KeptRollupLeaderExits (review5): the main thread of a
+// TestKeptRollupLeaderExits (review5): the main thread of a
 // process whose descriptor is kept exits while another thread runs on
 // (a zombie leader). The process is still shown, with its figures, read
 // through the live thread; the leader's descriptor is given back.
-func TestReview5KeptRollupLeaderExits(t *testing.T) {
+func TestKeptRollupLeaderExits(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

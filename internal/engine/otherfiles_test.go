@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestReview12OtherFilesBounds: OtherFiles as a caller might get it
+// TestOtherFilesBounds: OtherFiles as a caller might get it
 // wrong (negative, or so large that adding the reserve would overflow
 // were it not checked) never makes the engine keep more than with none,
 // nor wrap around into keeping everything: negative counts as none, the
 // largest int keeps nothing, and exactly the reserve keeps none either.
-func TestReview12OtherFilesBounds(t *testing.T) {
+func TestOtherFilesBounds(t *testing.T) {
 	limit, held := otherFilesHeld(t)
 	base := held(0)
 	if got := held(-1 << 40); got != base {

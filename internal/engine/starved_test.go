@@ -63,12 +63,12 @@ func (f *onceFault) fault(op, path string) syscall.Errno {
 	return 0
 }
 
-// review6Procs starts the processes the fault table reads: a sleep
+// starvedProcs starts the processes the fault table reads: a sleep
 // whose argv[0] names another program (what a name from the command
 // line would show), a perl script (its script name comes from cmdline),
 // and a process whose main thread has exited (read through a thread,
 // after listing /proc/PID/task).
-func review6Procs(t *testing.T) (pids []int, leader int) {
+func starvedProcs(t *testing.T) (pids []int, leader int) {
 	t.Helper()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -82,7 +82,7 @@ func review6Procs(t *testing.T) (pids []int, leader int) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	pids = append(pids, cmd.Process.Pid)
 	if perl, err := exec.LookPath("perl"); err == nil {
-		script := filepath.Join(t.TempDir(), "review6script.pl")
+		script := filepath.Join(t.TempDir(), "starvedscript.pl")
 		if err := os.WriteFile(script, []byte("sleep 600;\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func review6Procs(t *testing.T) (pids []int, leader int) {
 			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 			cl, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 			c := strings.TrimSpace(string(b))
-			if c == "sleep" && len(cl) > 0 || strings.HasPrefix(c, "perl") && strings.Contains(string(cl), "review6script.pl") {
+			if c == "sleep" && len(cl) > 0 || strings.HasPrefix(c, "perl") && strings.Contains(string(cl), "starvedscript.pl") {
 				break
 			}
 			if i == 500 {
@@ -122,12 +122,12 @@ func review6Procs(t *testing.T) (pids []int, leader int) {
 	return pids, leader
 }
 
-// TestReview6StarvedStep: the fault table. Each row fails one step of
+// TestStarvedStep: the fault table. Each row fails one step of
 // the first read of the processes once; the tick (or the one-shot scan)
 // that meets it must list each process as the baseline does or count it
 // skipped, and the next ticks must list all of them as the baseline.
-func TestReview6StarvedStep(t *testing.T) {
-	pids, leader := review6Procs(t)
+func TestStarvedStep(t *testing.T) {
+	pids, leader := starvedProcs(t)
 	lp := strconv.Itoa(leader)
 	var each []string
 	for _, pid := range pids {
@@ -250,14 +250,14 @@ func TestReview6StarvedStep(t *testing.T) {
 	}
 }
 
-// TestReview6StarvedChildRelatesParent: a new child whose first read
+// TestStarvedChildRelatesParent: a new child whose first read
 // runs out of descriptors in phase 1 and succeeds in phase 3 still has
 // its parent walked in the same tick, as a child read in phase 1 does:
 // a fork shares the parent's pages copy-on-write without moving its
 // statm, and an unwalked parent would count them whole for FullEvery
 // ticks (double counting them with the child, below the bound's
 // PrivateAnon floor).
-func TestReview6StarvedChildRelatesParent(t *testing.T) {
+func TestStarvedChildRelatesParent(t *testing.T) {
 	// The parent waits on its child: its statm stays still, so only
 	// the child's coming can walk it.
 	parent, child := shWithSleep(t)
@@ -314,11 +314,11 @@ func TestReview6StarvedChildRelatesParent(t *testing.T) {
 	}
 }
 
-// TestReview6ConnsStarved: an fd table that cannot be read for want of
+// TestConnsStarved: an fd table that cannot be read for want of
 // descriptors counts unreadable (ConnsDenied), never 0 connections
 // silently, and is read again at the next tick, in the incremental
 // counter and in a report's CountConns.
-func TestReview6ConnsStarved(t *testing.T) {
+func TestConnsStarved(t *testing.T) {
 	loopbackPairs(t, 2)
 	const want = 4
 	fdPath := strconv.Itoa(os.Getpid()) + "/fd"
@@ -370,7 +370,7 @@ func TestReview6ConnsStarved(t *testing.T) {
 	}
 }
 
-// TestReview6KeptRollupStarved: a process whose statm moves at every
+// TestKeptRollupStarved: a process whose statm moves at every
 // tick is walked through its kept smaps_rollup descriptor, while reads
 // run out of descriptors now and then (the by-path smaps_rollup open
 // whose read would renew the descriptor, the names' files, statm). No
@@ -378,7 +378,7 @@ func TestReview6ConnsStarved(t *testing.T) {
 // the last read by path (an exec statm cannot see would be shown with
 // the old address space longer), nor count the process gone, nor leak a
 // descriptor or the kept/held counts.
-func TestReview6KeptRollupStarved(t *testing.T) {
+func TestKeptRollupStarved(t *testing.T) {
 	bin := buildCloneVM(t)
 	cmd := exec.Command(bin, "grow")
 	if err := cmd.Start(); err != nil {
@@ -454,13 +454,13 @@ func TestReview6KeptRollupStarved(t *testing.T) {
 	}
 }
 
-// TestReview6StarvedKnownRelatesParent: a known process whose statm read
+// TestStarvedKnownRelatesParent: a known process whose statm read
 // fails for want of memory may have exited with its PID reused (nothing
 // says it did not), which frees the pages it shared with its parent
 // copy-on-write; the parent is walked in that tick, as for a process seen
 // gone. Before, it kept the figures from before the exit (its shared
 // pages counted half) until its forced walk.
-func TestReview6StarvedKnownRelatesParent(t *testing.T) {
+func TestStarvedKnownRelatesParent(t *testing.T) {
 	parent, child := shWithSleep(t)
 	// One reader: statm descriptors are read in PID order, the child's
 	// is the nth.
@@ -505,14 +505,14 @@ func TestReview6StarvedKnownRelatesParent(t *testing.T) {
 	}
 }
 
-// TestReview6StarvedReusedPIDRelatesParent (root: ns_last_pid): a
+// TestStarvedReusedPIDRelatesParent (root: ns_last_pid): a
 // process read by path (beyond MaxHeld) exits and its PID goes to
 // another program, another parent's child; the tick that checks the old
 // record runs out of descriptors opening its stat, so nothing tells the
 // exit from a live process. The old process's parent, whose pages it no
 // longer shares, is walked in that tick, as when the exit is seen; before,
 // it kept its figures from before the exit until its forced walk.
-func TestReview6StarvedReusedPIDRelatesParent(t *testing.T) {
+func TestStarvedReusedPIDRelatesParent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: needs root to reuse a PID (ns_last_pid)")
 	}

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestReview8RollupKiB: -report's smaps_rollup reader (a bench tool's;
+// TestRollupKiBOddText: -report's smaps_rollup reader (a bench tool's;
 // it reads the kernel's text, or a tree given with -root) on text no
 // kernel writes: a value-less line, CRLF, a later Pss line, the other
 // Pss_ lines, a number past int64 (wraps, never a panic), no newline.
-func TestReview8RollupKiB(t *testing.T) {
+func TestRollupKiBOddText(t *testing.T) {
 	for _, c := range []struct {
 		in        string
 		pss, swap int64

@@ -7,34 +7,34 @@ import (
 	"testing"
 )
 
-// review7Status is a status of the privileged install after Enter: a
+// elevatedStatus is a status of the privileged install after Enter: a
 // normal user holding CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
-const review7Status = "Name:\tmemwho\nUmask:\t0022\nState:\tR (running)\n" +
+const elevatedStatus = "Name:\tmemwho\nUmask:\t0022\nState:\tR (running)\n" +
 	"Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n" +
 	"CapInh:\t0000000000000000\nCapPrm:\t0000000000080004\nCapEff:\t0000000000080004\n" +
 	"CapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
 
-// TestReview7ParseStatus: the seventh review's attacks on parseStatus.
+// TestParseStatusHostile: the seventh review's attacks on parseStatus.
 // No text may read as "not elevated" while it holds capabilities, and
 // none malformed may be accepted.
-func TestReview7ParseStatus(t *testing.T) {
-	rep := func(old, new string) string { return strings.Replace(review7Status, old, new, 1) }
+func TestParseStatusHostile(t *testing.T) {
+	rep := func(old, new string) string { return strings.Replace(elevatedStatus, old, new, 1) }
 	for _, tc := range []struct {
 		name, text string
 		ok         bool
 	}{
-		{"the kernel's", review7Status, true},
-		{"no final newline", strings.TrimSuffix(review7Status, "\n"), true},
-		{"CRLF", strings.ReplaceAll(review7Status, "\n", "\r\n"), true},
+		{"the kernel's", elevatedStatus, true},
+		{"no final newline", strings.TrimSuffix(elevatedStatus, "\n"), true},
+		{"CRLF", strings.ReplaceAll(elevatedStatus, "\n", "\r\n"), true},
 		{"spaces for tabs", rep("Uid:\t1000\t1000\t1000\t1000", "Uid: 1000 1000 1000 1000"), true},
-		{"unknown fields before and after", "Future:\t1\n" + review7Status + "Later:\tx\n", true},
+		{"unknown fields before and after", "Future:\t1\n" + elevatedStatus + "Later:\tx\n", true},
 		// "Uid:" inside another line is another key: ignored.
 		{"Uid: in the Name line", rep("Name:\tmemwho", "Name:\tUid:\t0\t0\t0\t0"), true},
 		{"Uid: after the value", rep("Gid:\t1000\t1000\t1000\t1000", "Gid:\t1000\t1000\t1000\t1000 Uid: 0 0 0 0"), false},
 		// An unescaped name with a newline (no kernel prints one) makes a
 		// second Uid line: refused, never the last one wins.
 		{"second Uid line", rep("Name:\tmemwho", "Name:\tx\nUid:\t0\t0\t0\t0"), false},
-		{"second CapPrm line zero", review7Status + "CapPrm:\t0000000000000000\n", false},
+		{"second CapPrm line zero", elevatedStatus + "CapPrm:\t0000000000000000\n", false},
 		{"second CapEff line zero", rep("CapInh:", "CapEff:\t0000000000000000\nCapInh:"), false},
 		{"no CapPrm", rep("CapPrm:\t0000000000080004\n", ""), false},
 		{"no Uid", rep("Uid:\t1000\t1000\t1000\t1000\n", ""), false},
@@ -63,11 +63,11 @@ func TestReview7ParseStatus(t *testing.T) {
 	}
 }
 
-// TestReview7VerifyRefusesUnparsable: a thread whose status parseStatus
+// TestVerifyRefusesUnparsable: a thread whose status parseStatus
 // refuses fails the check; it used to be skipped like an exited thread,
 // so a status format no one parses passed every check (found by the
 // seventh review).
-func TestReview7VerifyRefusesUnparsable(t *testing.T) {
+func TestVerifyRefusesUnparsable(t *testing.T) {
 	want := State{RUID: 1000, EUID: 1000, SUID: 1000, FSUID: 1000, RGID: 1000, EGID: 1000, SGID: 1000, FSGID: 1000}
 	write := func(dir, tid, text string) {
 		if err := os.MkdirAll(filepath.Join(dir, tid), 0o755); err != nil {
@@ -79,7 +79,7 @@ func TestReview7VerifyRefusesUnparsable(t *testing.T) {
 	}
 	// Sanity: the status parses, and holds more than an empty set.
 	dir := t.TempDir()
-	write(dir, "1", review7Status)
+	write(dir, "1", elevatedStatus)
 	if err := verifyTasks(dir, want, 0, 0); err == nil {
 		t.Fatal("a thread holding capabilities passed a check for none")
 	}
@@ -89,8 +89,8 @@ func TestReview7VerifyRefusesUnparsable(t *testing.T) {
 	// The same capabilities on a later kernel's wider set, or behind a
 	// second Uid line: refused, not skipped.
 	for _, text := range []string{
-		strings.Replace(review7Status, "CapPrm:\t0000000000080004", "CapPrm:\t00000000000000000000000000080004", 1),
-		strings.Replace(review7Status, "Name:\tmemwho", "Name:\tx\nUid:\t1000\t1000\t1000\t1000", 1),
+		strings.Replace(elevatedStatus, "CapPrm:\t0000000000080004", "CapPrm:\t00000000000000000000000000080004", 1),
+		strings.Replace(elevatedStatus, "Name:\tmemwho", "Name:\tx\nUid:\t1000\t1000\t1000\t1000", 1),
 	} {
 		dir := t.TempDir()
 		write(dir, "1", text)
@@ -100,7 +100,7 @@ func TestReview7VerifyRefusesUnparsable(t *testing.T) {
 	}
 	// A thread that exited between the listing and the read is skipped.
 	dir = t.TempDir()
-	write(dir, "1", strings.Replace(review7Status, "0000000000080004", "0000000000000000", 2))
+	write(dir, "1", strings.Replace(elevatedStatus, "0000000000080004", "0000000000000000", 2))
 	if err := os.MkdirAll(filepath.Join(dir, "2"), 0o755); err != nil {
 		t.Fatal(err)
 	}

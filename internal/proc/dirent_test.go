@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestReview7DirentPIDs: crafted getdents64 buffers (a fake tree's
+// TestDirentPIDsCrafted: crafted getdents64 buffers (a fake tree's
 // listing, a short read) against appendDirentPIDs: no panic, no loop,
 // no PID outside 1..2^31 (the bound stat and status keep too; the kernel
 // lists at most 2^22), nothing read after a bad record.
-func TestReview7DirentPIDs(t *testing.T) {
+func TestDirentPIDsCrafted(t *testing.T) {
 	rec := func(name string, reclen int) []byte {
 		n := (19 + len(name) + 1 + 7) &^ 7
 		if reclen < 0 {

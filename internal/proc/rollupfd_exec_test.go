@@ -26,11 +26,11 @@ func keptFD(t *testing.T, r *Reader, pid int) int {
 	return fd
 }
 
-// TestReview5KeptFDSetuidExec (review5): another user's process, whose
+// TestKeptFDSetuidExec (review5): another user's process, whose
 // smaps_rollup descriptor a privileged watch keeps, execs a setuid-root
 // program. The descriptor must not show the root process's memory: the
 // old address space is gone, and the read fails.
-func TestReview5KeptFDSetuidExec(t *testing.T) {
+func TestKeptFDSetuidExec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a setuid-root program and run as another user")
 	}
@@ -104,11 +104,11 @@ func containsLine(s, prefix string) bool {
 	return false
 }
 
-// TestReview5KeptFDNotDumpable (review5): a process that makes itself
+// TestKeptFDNotDumpable (review5): a process that makes itself
 // non-dumpable without an exec keeps its address space, and the kept
 // descriptor goes on reading it (docs/safe.md says so): the same totals
 // of the same process, which the open was allowed to read.
-func TestReview5KeptFDNotDumpable(t *testing.T) {
+func TestKeptFDNotDumpable(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

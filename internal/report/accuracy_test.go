@@ -11,11 +11,11 @@ import (
 
 // Fixes of the machine-readable output audit of 2026-11-26 (session 17).
 
-// TestAudit17SwapSource: swap_source says "swap" only for a swap figure
+// TestSwapSource: swap_source says "swap" only for a swap figure
 // with something counted in full, the rows the table marks; it said so
 // for any group holding an estimate, even with 0 B of swap on a host
 // with no swap at all.
-func TestAudit17SwapSource(t *testing.T) {
+func TestSwapSource(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		g    sample.Group
@@ -37,12 +37,12 @@ func TestAudit17SwapSource(t *testing.T) {
 	}
 }
 
-// TestAudit17SystemJSONAccuracy: with --system and a filter that keeps
+// TestSystemJSONAccuracy: with --system and a filter that keeps
 // only exact rows while other processes are estimates, the table marks
 // the ledger's process lines ~ but the JSON said nothing: total.accuracy
 // is of the rows. The system block now carries process_accuracy and each
 // ledger line its accuracy, the lines the table marks.
-func TestAudit17SystemJSONAccuracy(t *testing.T) {
+func TestSystemJSONAccuracy(t *testing.T) {
 	row := sample.Group{Key: "memwho-load", Count: 1, RAM: 10 << 20, Private: 10 << 20}
 	host := sample.Group{Count: 3, RAM: 80 << 20, Private: 50 << 20, Shared: 30 << 20, Estimated: 2, EstimatedNoSwap: 2}
 	snap := &sample.Snapshot{MeminfoOK: true, Meminfo: sample.Meminfo{

@@ -12,14 +12,14 @@ import (
 // The sixteenth review (docs/safe.md): the audit's swap ledger (no swap
 // cache line; SwapCached shown under it, not summed) and diff's schema.
 
-// TestReview16SwapLedger: for hostile meminfo (SwapCached above
+// TestSwapLedger: for hostile meminfo (SwapCached above
 // SwapTotal, SwapFree above SwapTotal, huge values, no swap), the JSON
 // ledgers still sum exactly to mem_total_bytes and swap_total_bytes
 // (within the ledger's 2^56 cap), swap_ledger has no swap cache line and
 // its last line is swap_not_in_process_bytes, swap_cached_bytes is kept;
 // the table shows the cache under the remainder, once, only with swap,
 // and never breaks its lines.
-func TestReview16SwapLedger(t *testing.T) {
+func TestSwapLedger(t *testing.T) {
 	const capB = uint64(1) << 56
 	for _, tc := range []struct {
 		name                           string
@@ -117,9 +117,9 @@ func TestReview16SwapLedger(t *testing.T) {
 	}
 }
 
-// TestReview16DiffSchema: diff's JSON starts with its schema, once,
+// TestDiffSchema: diff's JSON starts with its schema, once,
 // whatever the grouping and the sides' names hold, and stays valid.
-func TestReview16DiffSchema(t *testing.T) {
+func TestDiffSchema(t *testing.T) {
 	for _, by := range []string{"program", "", `"schema":"x"`, "a\x00\n\xff", strings.Repeat("\\", 100)} {
 		var b bytes.Buffer
 		side := DiffSide{Name: `"schema":"evil"` + "\x1b[31m", Taken: time.Unix(0, 0).UTC()}

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestReview16LedgerSums (docs/safe.md, the sixteenth review): with the
+// TestLedgerSums (docs/safe.md, the sixteenth review): with the
 // swap cache out of the swap ledger, both ledgers still sum exactly to
 // MemTotal and SwapTotal (capped at 2^56) for any meminfo, SwapCached
 // changes no swap line (it may exceed SwapTotal, or be 2^64-1), and no
 // swap line is the cache.
-func TestReview16LedgerSums(t *testing.T) {
+func TestLedgerSums(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 26))
 	pick := func() uint64 {
 		switch r.IntN(5) {

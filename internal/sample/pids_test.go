@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestReview8ParsePIDs: -p lists around the digits-only rule: signs,
+// TestParsePIDsDigitsOnly: -p lists around the digits-only rule: signs,
 // other scripts' digits, bases and exponents, ids past int, empty
 // items, and the spaces that stay allowed around an id (a no-break
 // space included, as strings.TrimSpace takes it).
-func TestReview8ParsePIDs(t *testing.T) {
+func TestParsePIDsDigitsOnly(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []int // nil: refused

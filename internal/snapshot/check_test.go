@@ -11,7 +11,7 @@ import (
 // The seventeenth review (docs/safe.md): snapshots that passed Check and
 // still printed impossible figures.
 
-// TestReview17Check: each spoilt snapshot passed Check before the review
+// TestCheckSpoilt: each spoilt snapshot passed Check before the review
 // and printed what no sampler writes: "10.0 MiB + 10.0 MiB = 10.0 MiB"
 // (private and shared each under RAM, their sum over it), a group's swap
 // of 2^64 - 1 summed with 2 into 1 B and diffed as "-1 B" beside
@@ -19,7 +19,7 @@ import (
 // processes" turned negative through int64, and an Anon column of 16 EiB
 // in a 10 MiB row. BROKE before the fix; every one is refused now, and
 // what the samplers write still passes (TestRoundTripScanned).
-func TestReview17Check(t *testing.T) {
+func TestCheckSpoilt(t *testing.T) {
 	ok := func() *sample.Snapshot {
 		return &sample.Snapshot{Procs: []sample.Process{
 			{PID: 1, RAM: 10 << 20, Private: 8 << 20, Shared: 2 << 20, Swap: 1 << 20,

@@ -13,12 +13,12 @@ import (
 	"github.com/memwho/memwho/internal/proc/fstest"
 )
 
-// TestReview8ReadlinkFaultHook: the fault hook sockdiag's descriptor
+// TestReadlinkFaultHook: the fault hook sockdiag's descriptor
 // readlink now asks (proc.Injected) costs nothing when no test set it
 // (Sockets allocates nothing in steady state, as the tick's 0-alloc
 // tests need), changes nothing when a set hook injects no error, and no
 // program code sets it: only tests call proc.SetFault.
-func TestReview8ReadlinkFaultHook(t *testing.T) {
+func TestReadlinkFaultHook(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

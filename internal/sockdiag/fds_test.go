@@ -16,12 +16,12 @@ import (
 	"github.com/memwho/memwho/internal/proc/fstest"
 )
 
-// TestReview7SocketsCountsOnlySockets: descriptors whose link names look
+// TestSocketsCountsOnlySockets: descriptors whose link names look
 // like a socket's ("socket:[N]" as a file name, a memfd or a pipe) are
 // not sockets; every inode Sockets lists is one of this process's
 // sockets, and each of them is listed. Closing descriptors meanwhile
 // makes no error (only ENOMEM does: TestSocketsReadlinkENOMEM).
-func TestReview7SocketsCountsOnlySockets(t *testing.T) {
+func TestSocketsCountsOnlySockets(t *testing.T) {
 	dir := t.TempDir()
 	var fds []int
 	defer func() {

@@ -7,10 +7,10 @@ import (
 
 // The seventeenth review (docs/safe.md): history keys.
 
-// TestReview17KeyRoundTrip: every name comes back from its key, and two
+// TestKeyRoundTrip: every name comes back from its key, and two
 // names never share one (names with NUL, invalid bytes, backslashes,
 // the characters of an escape). HELD.
-func TestReview17KeyRoundTrip(t *testing.T) {
+func TestKeyRoundTrip(t *testing.T) {
 	names := []string{"", "a", `\`, `\\`, `\x`, `\xff`, "\xff", `\\xff`, "\\\xff", "\x00", `\x00`, "é", "\xc3", `\xc3\xa9`,
 		"a\x00b\\c\xfe", `\x4`, `\xFF`, "\x1b[2J", `\x1b[2J`, "x\\", "\\\\\\"}
 	seen := map[string]string{}
@@ -29,14 +29,14 @@ func TestReview17KeyRoundTrip(t *testing.T) {
 	}
 }
 
-// TestReview17OldKeys: a key an older memwho wrote holds a name as it
+// TestOldKeys: a key an older memwho wrote holds a name as it
 // was, backslashes single. Read as an escape, a process that named
 // itself `\x73shd` (any user can) showed in leaks and diff --since of an
 // old history as "sshd", and `\x1b` as an ESC byte handed to the
 // renderers. BROKE before the fix: UncleanKey takes only what CleanKey
 // writes (its own output again), and KeyName shows any other key as it
 // is.
-func TestReview17OldKeys(t *testing.T) {
+func TestOldKeys(t *testing.T) {
 	for key, want := range map[string]string{
 		`\x73shd`:    `\x73shd`,
 		`\x1b[2J`:    `\x1b[2J`,

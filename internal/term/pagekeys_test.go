@@ -7,11 +7,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestReview15PageKeys: the fifteenth review's attacks on the page,
+// TestPageKeys: the fifteenth review's attacks on the page,
 // Home and End keys (docs/safe.md): every spelling split across two
 // reads at every byte after its ESC, floods in one read, pastes holding
 // them, modified keys of xterm and rxvt, and what follows each.
-func TestReview15PageKeys(t *testing.T) {
+func TestPageKeys(t *testing.T) {
 	keys := []struct{ seq, name string }{
 		{"\x1b[5~", "pgup"}, {"\x1b[6~", "pgdown"},
 		{"\x1b[1~", "home"}, {"\x1b[7~", "home"}, {"\x1b[H", "home"}, {"\x1bOH", "home"},

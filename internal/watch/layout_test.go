@@ -19,12 +19,12 @@ import (
 // view (cutKeepingPID, layout, the total's label) and to watch --plain's
 // warnings.
 
-// TestReview16CutKeepingPID: the PID kept is always the key's last
+// TestCutKeepingPID: the PID kept is always the key's last
 // " [digits]", the one memwho appended: a name that ends in " [123]"
 // itself cannot push it out or stand in for it; the result never passes
 // width when there is room for the PID and a cell of name; a key that
 // is no by-pid key is left for the caller.
-func TestReview16CutKeepingPID(t *testing.T) {
+func TestCutKeepingPID(t *testing.T) {
 	for _, tc := range []struct {
 		key   string
 		width int
@@ -64,11 +64,11 @@ func TestReview16CutKeepingPID(t *testing.T) {
 	}
 }
 
-// TestReview16ForgedPID: by pid, on every width from 1 to 100, a process
+// TestForgedPID: by pid, on every width from 1 to 100, a process
 // whose name ends in another's " [PID]" never shows that PID as its own:
 // its line ends with its own PID whenever any PID is shown whole, and no
 // line passes the width. Names full of "[" and wide characters too.
-func TestReview16ForgedPID(t *testing.T) {
+func TestForgedPID(t *testing.T) {
 	procs := []proc{
 		{pid: 1, name: "init", ram: constant(5 * miB)},
 		{pid: 4242, name: "sshd [1]", ram: constant(50 * miB)},
@@ -98,12 +98,12 @@ func TestReview16ForgedPID(t *testing.T) {
 	}
 }
 
-// TestReview16Layout: on every width (zero and negative too), for every
+// TestLayoutEveryWidth: on every width (zero and negative too), for every
 // sort and grouping, the name keeps at least a cell; Change and MiB/min
 // are shown only while the name keeps narrowNameWidth, the sorted one
 // kept last; the columns never pass the width while it holds RAM and a
 // name of narrowNameWidth.
-func TestReview16Layout(t *testing.T) {
+func TestLayoutEveryWidth(t *testing.T) {
 	for _, by := range []sample.By{sample.ByProgram, sample.ByPID, sample.ByUser} {
 		for _, sk := range []SortKey{SortRAM, SortRate, SortChange, SortName} {
 			for _, conns := range []bool{false, true} {
@@ -142,11 +142,11 @@ func TestReview16Layout(t *testing.T) {
 	}
 }
 
-// TestReview16TotalLabel: the total's label, with rows hidden above and
+// TestTotalLabel: the total's label, with rows hidden above and
 // below, on every width from 1 to 90 and scroll position: no line passes
 // the width, the label keeps "total", and no panic (the label takes the
 // blank columns' room: buf is cut, nameW recomputed).
-func TestReview16TotalLabel(t *testing.T) {
+func TestTotalLabel(t *testing.T) {
 	for w := 1; w <= 90; w++ {
 		for _, keys := range [][]string{nil, {"down", "down"}, {"end"}, {"end", "up"}, {"G", "down"}, {"t", "down"}} {
 			m := testModel(t, w, 8, 20, Options{})
@@ -181,11 +181,11 @@ func (s *deniedSampler) Scan(snap *sample.Snapshot) error {
 	return nil
 }
 
-// TestReview16PlainWarnShown: watch --plain's warnings count the rows
+// TestPlainWarnShown: watch --plain's warnings count the rows
 // shown. A filter that keeps no row gives warn an empty list, not nil
 // (which report.Warn reads as every process): no warning about rows not
 // shown; a filter that keeps the refused one warns of it alone.
-func TestReview16PlainWarnShown(t *testing.T) {
+func TestPlainWarnShown(t *testing.T) {
 	procs := []proc{
 		{pid: 1, name: "mine", ram: constant(10 * miB)},
 		{pid: 2, name: "theirs", est: true, ram: constant(20 * miB)},

@@ -10,13 +10,13 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// TestReview6RunPlainWarnings (review6): the skipped-process warning of
+// TestRunPlainWarnings (review6): the skipped-process warning of
 // plain watch can be neither hidden nor made to flood. A count that
 // comes back after a clean snapshot is warned again (a steady count once:
 // the message would be the same); an attacker who makes the count change
 // at every snapshot gets at most one warning per snapshot, after its
 // table, never more.
-func TestReview6RunPlainWarnings(t *testing.T) {
+func TestRunPlainWarnings(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		broken []int

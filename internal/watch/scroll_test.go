@@ -62,10 +62,10 @@ func r15Check(t *testing.T, what string, m Model) {
 	}
 }
 
-// TestReview15ScrollSizes: every scroll key, pressed up to 40 times,
+// TestScrollSizes: every scroll key, pressed up to 40 times,
 // at heights from none to 65535 and widths from 1 cell: top stays
 // within the rows, the screen fits, the total counts what is off it.
-func TestReview15ScrollSizes(t *testing.T) {
+func TestScrollSizes(t *testing.T) {
 	keys := []string{"down", "up", "pgdown", "pgup", "end", "home"}
 	for _, h := range []int{0, 1, 2, 4, 5, 6, 7, 10, 12, 13, 14, 65535} {
 		for _, w := range []int{1, 2, 10, 40, 80} {
@@ -87,11 +87,11 @@ func TestReview15ScrollSizes(t *testing.T) {
 	}
 }
 
-// TestReview15ResizeWhileScrolled: a view scrolled to the end, then made
+// TestResizeWhileScrolled: a view scrolled to the end, then made
 // shorter (down to no rows, to one line, to SizeMsg heights no terminal
 // reports), taller and back: top follows, the last page is shown, and
 // a taller terminal shows every row again.
-func TestReview15ResizeWhileScrolled(t *testing.T) {
+func TestResizeWhileScrolled(t *testing.T) {
 	m := testModel(t, 80, 10, 20, Options{})
 	m, _ = press(m, "end")
 	if m.top != 3 {
@@ -133,11 +133,11 @@ func TestReview15ResizeWhileScrolled(t *testing.T) {
 	}
 }
 
-// TestReview15NoRowsLeft: rows that vanish under a scrolled view (a
+// TestNoRowsLeft: rows that vanish under a scrolled view (a
 // filter matching nothing, a refresh without them, a grouping with none)
 // leave top at 0 and a screen with the bare total, never a negative
 // slice or a stale "↑".
-func TestReview15NoRowsLeft(t *testing.T) {
+func TestNoRowsLeft(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		do   func(Model) Model
@@ -186,11 +186,11 @@ func TestReview15NoRowsLeft(t *testing.T) {
 	}
 }
 
-// TestReview15PromptAndHelp: scroll keys and pastes of their sequences
+// TestPromptAndHelp: scroll keys and pastes of their sequences
 // at the filter prompt and on the help screen: no scrolling, no text
 // typed by a key (a paste is text), the help closed by any key without
 // that key's action.
-func TestReview15PromptAndHelp(t *testing.T) {
+func TestPromptAndHelp(t *testing.T) {
 	m := testModel(t, 80, 10, 20, Options{})
 	m, _ = press(m, "down")
 	seqs := "\x1b[A\x1b[B\x1b[5~\x1b[6~\x1b[1~\x1b[4~\x1b[7~\x1b[8~\x1b[H\x1b[F\x1bOH\x1bOF"
@@ -255,7 +255,7 @@ func r15Host(n int) []proc {
 	return procs
 }
 
-// TestReview15KeyFlood: a read full of PgDn (256 in 1 KiB: a terminal
+// TestKeyFlood: a read full of PgDn (256 in 1 KiB: a terminal
 // behind, a paste into a terminal without bracketed paste, anything
 // writing to its input) over 2,000 groups and a filter. Each scroll key
 // ran the filter over every row to clamp (rowCount): 1,024 bytes cost
@@ -263,7 +263,7 @@ func r15Host(n int) []proc {
 // 18 ms for the frame drawn after them, and SIGTERM and q waited. The
 // count is now kept until the rows or the filter change: the keys cost
 // one filter pass, less than a frame.
-func TestReview15KeyFlood(t *testing.T) {
+func TestKeyFlood(t *testing.T) {
 	m := NewModel(nil, Options{Interval: time.Second, By: sample.ByPID})
 	m, _ = m.Update(SizeMsg{Width: 100, Height: 40})
 	for i := range 3 {
@@ -312,10 +312,10 @@ func TestReview15KeyFlood(t *testing.T) {
 	}
 }
 
-// TestReview15Property: random keys, sizes and refreshes (the host
+// TestScrollProperty: random keys, sizes and refreshes (the host
 // growing and shrinking): Update and View never panic, top stays within
 // the rows, every screen fits and counts the rows off it.
-func TestReview15Property(t *testing.T) {
+func TestScrollProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 2026))
 	keys := []string{"down", "up", "pgdown", "pgup", "home", "end", "down", "pgdown", "end",
 		"g", "G", "r", "n", "left", "right", "space", "?", "esc", "/", "enter", "backspace", "ctrl+u", "o", "x", "^", "$", "1"}
@@ -367,11 +367,11 @@ func r15Wait(t *testing.T, f *fakeTerm, from int, s string) int {
 	}
 }
 
-// TestReview15RunKeys: scroll keys through the real loop and decoder: a
+// TestRunKeys: scroll keys through the real loop and decoder: a
 // sequence split across reads after its ESC [, a read holding 256 of them,
 // a paste holding them, modified keys (CSI 5;5~, CSI 1;2H, CSI 1;5F,
 // rxvt's CSI 5^, 7@, 5$, 7$): only the plain keys scroll.
-func TestReview15RunKeys(t *testing.T) {
+func TestRunKeys(t *testing.T) {
 	f := r15Term{newFakeTerm(), 80, 7} // 2 rows fit, 7 groups: 5 to scroll
 	done := make(chan error, 1)
 	go func() {
@@ -403,12 +403,12 @@ func TestReview15RunKeys(t *testing.T) {
 	}
 }
 
-// TestReview15RunHangup: the hang-up channel closed at every moment of
+// TestRunHangupAnyMoment: the hang-up channel closed at every moment of
 // the loop: during a scan (the terminal given back at once, run
 // returning once the scan is over), during a stalled write (given up
 // after a second), with the context ended at the same time, paused,
 // with the help open, scrolled. Always nil, restored once.
-func TestReview15RunHangup(t *testing.T) {
+func TestRunHangupAnyMoment(t *testing.T) {
 	// During a scan: TestRunEndsDuringScan.
 	t.Run("during a stalled write", func(t *testing.T) {
 		hangup := make(chan struct{})
@@ -457,7 +457,7 @@ func TestReview15RunHangup(t *testing.T) {
 	}
 }
 
-// TestReview15RunNohup: started with SIGHUP ignored (nohup, `trap ”
+// TestRunNohup: started with SIGHUP ignored (nohup, `trap ”
 // HUP`), the live view leaves it ignored: a SIGHUP neither ends it nor
 // is caught. The loop asked for SIGHUP whatever it found, which takes
 // an ignored signal back (os/signal), so a SIGHUP after the first frame
@@ -465,12 +465,12 @@ func TestReview15RunHangup(t *testing.T) {
 // (InterruptibleView leaves it so); when the terminal really hangs up,
 // its reads and writes fail with EIO, which end the view. Run in a
 // process of its own: it ignores SIGHUP.
-func TestReview15RunNohup(t *testing.T) {
+func TestRunNohup(t *testing.T) {
 	if os.Getenv("MEMWHO_TEST_R15_NOHUP") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestReview15RunNohup$", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestRunNohup$", "-test.v")
 		cmd.Env = append(os.Environ(), "MEMWHO_TEST_R15_NOHUP=1")
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestReview15RunNohup") {
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestRunNohup") {
 			t.Fatalf("%v:\n%s", err, out)
 		}
 		return
@@ -517,17 +517,17 @@ func (w *r15Writer) Write(p []byte) (int, error) {
 	return w.out.Write(p)
 }
 
-// TestReview15PlainHangup: the hang-up during a scan of `watch --plain`
+// TestPlainHangup: the hang-up during a scan of `watch --plain`
 // whose output is the terminal that hung up. The write after the scan
 // failed with EIO and the watch exited 1 with "write output:
 // input/output error" (2 runs of 12 at --interval 0.001 on a
 // pseudo-terminal whose master closed: cmd/memwho
-// TestReview15PlainTerminalHangup); the kernel fails the writes of a
-// hung-up terminal before its SIGHUP is delivered, so the EIO can come
+// TestWatchScrollAndHangup, "--plain on the terminal that hangs up");
+// the kernel fails the writes of a hung-up terminal before its SIGHUP is delivered, so the EIO can come
 // first. A failed write is now the hang-up when the hang-up came, or
 // comes within a second of an EIO; to a file the snapshot under way is
 // written, as at SIGTERM.
-func TestReview15PlainHangup(t *testing.T) {
+func TestPlainHangup(t *testing.T) {
 	eio := fmt.Errorf("write /dev/pts/3: %w", syscall.EIO)
 	for _, tc := range []struct {
 		name    string

@@ -300,7 +300,7 @@ func TestRunEndsDuringScan(t *testing.T) {
 // TestRunHangup: a hang-up ends the view with no error, before the
 // first frame too (the signal came while the command started: it was
 // caught and dropped before the view's own handling, and the view ran
-// on; TestWatchReview4Signals, 1 run of 4 under load). The terminal's
+// on; TestWatchSignals, 1 run of 4 under load). The terminal's
 // settings are restored either way.
 func TestRunHangup(t *testing.T) {
 	hangup := make(chan struct{})

@@ -250,11 +250,11 @@ func TestViewWideNames(t *testing.T) {
 	}
 }
 
-// review4Names are process names a local user controls (comm, a
+// hostileViewNames are process names a local user controls (comm, a
 // script's or an executable's name, a cgroup or unit): every kind of
 // escape sequence a terminal acts on, C1 controls, bidi and zero-width
 // characters, wide and combining characters, invalid UTF-8, and length.
-var review4Names = []string{
+var hostileViewNames = []string{
 	"csi\x1b[2J\x1b[1;1Hcursor",
 	"osc-title\x1b]0;pwned\x07",
 	"osc-title-st\x1b]2;pwned\x1b\\",
@@ -279,10 +279,10 @@ var review4Names = []string{
 // review4: hostile names in the live view at many widths: no escape
 // sequence but the view's own SGR styles, no C1 or bidi control, no
 // line wider than the terminal, in every state of the status line.
-func TestViewReview4HostileNames(t *testing.T) {
+func TestViewHostileNames(t *testing.T) {
 	sgr := regexp.MustCompile(`\x1b\[[0-9;]*m`)
 	var procs []proc
-	for i, n := range review4Names {
+	for i, n := range hostileViewNames {
 		procs = append(procs, proc{pid: 1000 + i, name: n, cgroup: "/system.slice/" + n + ".service", ram: constant(uint64(i+1) * miB)})
 	}
 	for _, color := range []bool{false, true} {
@@ -296,7 +296,7 @@ func TestViewReview4HostileNames(t *testing.T) {
 				m, _ = press(m, keys...)
 				if keys != nil && keys[0] == "/" && len(keys) == 1 {
 					// A paste of every name into the prompt.
-					m, _ = m.Update(term.Paste{Text: strings.Join(review4Names, "")})
+					m, _ = m.Update(term.Paste{Text: strings.Join(hostileViewNames, "")})
 				}
 				screen := m.View()
 				checkScreen(t, screen, w, 30, color)

@@ -24,7 +24,7 @@ import (
 // The seventeenth review's second pass: attacks on the spool's
 // database identity.
 
-func review17bIdentity(t *testing.T, url string) string {
+func spoolIdentity(t *testing.T, url string) string {
 	t.Helper()
 	c, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -35,7 +35,7 @@ func review17bIdentity(t *testing.T, url string) string {
 
 // plant writes, as uid, a spool file claiming target into dir: what
 // another user can do in a directory they may write.
-func review17bPlant(t *testing.T, dir, target string, s *store.Sample, uid int) string {
+func plantSpoolFile(t *testing.T, dir, target string, s *store.Sample, uid int) string {
 	t.Helper()
 	b, err := json.Marshal(spooled{Target: target, Sample: *s})
 	if err != nil {
@@ -53,11 +53,11 @@ func review17bPlant(t *testing.T, dir, target string, s *store.Sample, uid int) 
 	return name
 }
 
-// TestReview17bForgedSpool: a file claiming the current target, planted
+// TestForgedSpool: a file claiming the current target, planted
 // in a spool directory another user may write (a shared directory in
 // /tmp) or owns, must not be flushed into the recorder's database: the
 // directory is refused, and nothing is written.
-func TestReview17bForgedSpool(t *testing.T) {
+func TestForgedSpool(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to play another user")
 	}
@@ -81,7 +81,7 @@ func TestReview17bForgedSpool(t *testing.T) {
 			if err := os.Mkdir(real, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			review17bPlant(t, real, review17bIdentity(t, url), &in[0], 65534)
+			plantSpoolFile(t, real, spoolIdentity(t, url), &in[0], 65534)
 			dir := real
 			owner := tc.owner
 			if owner == -2 {
@@ -136,12 +136,12 @@ func TestReview17bForgedSpool(t *testing.T) {
 	})
 }
 
-// TestReview17bSpoolOddEntries: in the recorder's own spool, entries
+// TestSpoolOddEntries: in the recorder's own spool, entries
 // named as this target's samples but not regular files (a symlink to a
 // file holding a sample, a FIFO that would block a read, a directory)
 // are not samples; a malformed file is dropped with a warning that does
 // not quote it, and the next file is still flushed.
-func TestReview17bSpoolOddEntries(t *testing.T) {
+func TestSpoolOddEntries(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	target := "postgres://u@h:5432/db"
 	sp, err := openSpool(dir, 0, target, false)
@@ -150,7 +150,7 @@ func TestReview17bSpoolOddEntries(t *testing.T) {
 	}
 	in := storetest.Samples(4, "h")
 	elsewhere := t.TempDir()
-	victim := review17bPlant(t, elsewhere, target, &in[0], -1)
+	victim := plantSpoolFile(t, elsewhere, target, &in[0], -1)
 	name := func(i int) string {
 		return filepath.Join(dir, fmt.Sprintf("%020d-%06d-%d.%s%s", store.Millis(in[i].Time), 9, 9, sp.tag, spoolExt))
 	}
@@ -175,10 +175,10 @@ func TestReview17bSpoolOddEntries(t *testing.T) {
 	}
 }
 
-// TestReview17bIdentityNoPassword: a password given any way a URL can
+// TestIdentityNoPassword: a password given any way a URL can
 // carry it (plain, percent-encoded, ?password=, in a keyword string)
 // reaches neither the identity nor a spool file's name or content.
-func TestReview17bIdentityNoPassword(t *testing.T) {
+func TestIdentityNoPassword(t *testing.T) {
 	for _, url := range []string{
 		"postgres://memwho:hunter2@db/fleet",
 		"postgres://memwho:hunter%32@db/fleet",
@@ -187,7 +187,7 @@ func TestReview17bIdentityNoPassword(t *testing.T) {
 		"postgresql://memwho:hunter2@db:6000/fleet?sslmode=disable&application_name=x",
 		"host=db user=memwho password=hunter2 dbname=fleet",
 	} {
-		id := review17bIdentity(t, url)
+		id := spoolIdentity(t, url)
 		if strings.Contains(id, "hunter") || strings.Contains(id, "%32") {
 			t.Errorf("Identity(%s) = %s: holds the password", url, id)
 		}
@@ -210,10 +210,10 @@ func TestReview17bIdentityNoPassword(t *testing.T) {
 	}
 }
 
-// TestReview17bIdentityOddParts: URL parts that look like path or query
+// TestIdentityOddParts: URL parts that look like path or query
 // syntax neither escape the spool directory (the tag is fixed-length
 // hex) nor make two databases share an identity.
-func TestReview17bIdentityOddParts(t *testing.T) {
+func TestIdentityOddParts(t *testing.T) {
 	hex := regexp.MustCompile(`^[0-9a-f]{16}$`)
 	seen := map[string]string{}
 	for _, url := range []string{
@@ -230,7 +230,7 @@ func TestReview17bIdentityOddParts(t *testing.T) {
 		"postgres://memwho@[::1]:5432/fleet",
 		"postgres://memwho@%2Frun%2Fpostgresql/fleet",
 	} {
-		id := review17bIdentity(t, url)
+		id := spoolIdentity(t, url)
 		if prev, ok := seen[id]; ok {
 			t.Errorf("%s and %s share the identity %s", prev, url, id)
 		}
@@ -245,11 +245,11 @@ func TestReview17bIdentityOddParts(t *testing.T) {
 	}
 }
 
-// TestReview17bNoPasswordInErrors: neither an error nor a warning of
+// TestNoPasswordInErrors: neither an error nor a warning of
 // Open or Write quotes the password, however the URL carries it: a URL
 // that does not parse, a server that is not there (with and without a
 // spool).
-func TestReview17bNoPasswordInErrors(t *testing.T) {
+func TestNoPasswordInErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// A port nothing listens on.
@@ -293,11 +293,11 @@ func TestReview17bNoPasswordInErrors(t *testing.T) {
 	}
 }
 
-// TestReview17bSpoolOpenedLater: a spool directory that was the
+// TestSpoolOpenedLater: a spool directory that was the
 // recorder's own at Open but is opened to others later (or swapped for
 // another user's) feeds nothing into the database: the next Write fails
 // instead of flushing a sample planted there.
-func TestReview17bSpoolOpenedLater(t *testing.T) {
+func TestSpoolOpenedLater(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to play another user")
 	}
@@ -315,7 +315,7 @@ func TestReview17bSpoolOpenedLater(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	review17bPlant(t, dir, review17bIdentity(t, url), &in[1], 65534)
+	plantSpoolFile(t, dir, spoolIdentity(t, url), &in[1], 65534)
 	if err := d.Write(ctx, &in[2]); err == nil {
 		t.Error("Write with a spool opened to others succeeded")
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/memwho/memwho/internal/upload/sshtest"
 )
 
-// TestReview17bChmodRefused: on a server that refuses to change a file's
+// TestChmodRefused: on a server that refuses to change a file's
 // mode (internal-sftp -P fsetstat,setstat), the upload fails before the
 // producer writes its first byte: no world-readable export, not even a
 // partial temporary one, is left on the server.
-func TestReview17bChmodRefused(t *testing.T) {
+func TestChmodRefused(t *testing.T) {
 	s := sshtest.StartDenying(t, "fsetstat,setstat")
 	var wrote atomic.Int64
 	produce := func(ctx context.Context, w io.Writer) error {
@@ -42,10 +42,10 @@ func TestReview17bChmodRefused(t *testing.T) {
 	}
 }
 
-// TestReview17bNoDataBeforeChmod: on a server that takes the chmod, the
+// TestNoDataBeforeChmod: on a server that takes the chmod, the
 // temporary file is already 0600 when the first byte reaches it, even
 // with a umask that would make it world-readable.
-func TestReview17bNoDataBeforeChmod(t *testing.T) {
+func TestNoDataBeforeChmod(t *testing.T) {
 	s := sshtest.Start(t)
 	var modes []os.FileMode
 	produce := func(ctx context.Context, w io.Writer) error {

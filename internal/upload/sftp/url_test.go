@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestReview7ParseURL: URLs that might dial a host other than the one a
+// TestParseURLHostile: URLs that might dial a host other than the one a
 // user reads in them, or write a path other than the one shown. Each
 // accepted URL must give the host and path the user reads, print (String)
 // as a URL that reads back the same, and never carry a host with a
 // colon out of brackets.
-func TestReview7ParseURL(t *testing.T) {
+func TestParseURLHostile(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want Target // zero: refused
