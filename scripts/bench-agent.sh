@@ -270,7 +270,7 @@ if section overhead; then
 		# memwho runs memwho-agent (serve) from its own directory.
 		go build -trimpath -o "$TMP/" ./cmd/memwho ./cmd/memwho-agent
 	fi
-	go build -trimpath -o "$TMP/memwho-load" ./cmd/memwho-load
+	go build -trimpath -o "$TMP/memwho-load" ./tools/load
 	start_load "$TMP/memwho-load" "$N" -private "$PRIVATE" -file-shared "$FILE_SHARED" -dir "$TMP"
 	for round in $(seq "$ROUNDS"); do
 		serve_run "$TMP/memwho" "this tree, round $round"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh compares memwho's wall time, CPU time and peak RSS with the floor
-# reader (cmd/memwho-floor: bare reads of every /proc/PID/smaps_rollup; with
+# reader (tools/floor: bare reads of every /proc/PID/smaps_rollup; with
 # -names also comm and the exe link, which naming programs needs; with
 # -status every status, the floor of --fast; with -snapshot status, cgroup
 # and the exe link, the floor of memwho snapshot; with -names -held the
@@ -35,7 +35,7 @@
 #   PAIRS=100               pairs per comparison of the paired table; 0
 #                           skips it
 #
-# A second table times pairs of runs back to back (cmd/memwho-pair: the
+# A second table times pairs of runs back to back (tools/pair: the
 # median of the per-pair ratios, which drift between rounds cannot move)
 # for three comparisons at each size: memwho against floor -names -held;
 # the floor's own code run inside memwho's binary (cmd/memwho built with
@@ -94,19 +94,19 @@ else
 fi
 BASELINE=
 [[ -z ${BASELINE_BIN:-} ]] || BASELINE=$(realpath "$BASELINE_BIN")
-CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho-floor" ./cmd/memwho-floor
-CGO_ENABLED=0 go build -o "$OUT/memwho-load" ./cmd/memwho-load
+CGO_ENABLED=0 go build -trimpath -o "$OUT/memwho-floor" ./tools/floor
+CGO_ENABLED=0 go build -o "$OUT/memwho-load" ./tools/load
 FLOOR=$OUT/memwho-floor
 if ((PAIRS > 0)); then
 	CGO_ENABLED=0 go build -trimpath -tags floorpad -o "$OUT/memwho-padded" ./cmd/memwho
-	CGO_ENABLED=0 go build -o "$OUT/memwho-pair" ./cmd/memwho-pair
+	CGO_ENABLED=0 go build -o "$OUT/memwho-pair" ./tools/pair
 fi
 PADDED=$OUT/memwho-padded
 # Each binary is copied over itself, as a package install writes it: the
 # page cache of a file the Go linker wrote (through a shared mapping) is
 # in small folios, and mapping it costs more. On 2026-11-26 a copy of
 # memwho started 0.90x as long as the file go build wrote, and a copy of
-# memwho-floor 0.93x (cmd/memwho-pair, 400 pairs each).
+# memwho-floor 0.93x (tools/pair, 400 pairs each).
 for bin in "$OUT"/memwho "$OUT"/memwho-agent "$OUT"/memwho-floor "$PADDED"; do
 	[[ -f $bin ]] || continue
 	cp "$bin" "$bin.copy"
@@ -345,7 +345,7 @@ echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
 if ((${#PAIR_ROWS[@]} > 0)); then
 	echo
-	echo "paired runs: the median over $PAIRS pairs of A's time over B's, each pair run back to back (quartiles in brackets; cmd/memwho-pair)"
+	echo "paired runs: the median over $PAIRS pairs of A's time over B's, each pair run back to back (quartiles in brackets; tools/pair)"
 	echo
 	echo "| processes | A | B | pairs | A ms | B ms | wall A/B | CPU A/B | A peak RSS MiB | B peak RSS MiB |"
 	echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -393,4 +393,4 @@ fi
 if [[ -f $OUT/memwho-agent ]]; then
 	binary_row memwho-agent "$OUT/memwho-agent" ./cmd/memwho-agent
 fi
-binary_row memwho-floor "$FLOOR" ./cmd/memwho-floor
+binary_row memwho-floor "$FLOOR" ./tools/floor

@@ -1,6 +1,6 @@
 // Package completion writes memwho's shell completion scripts (bash, zsh,
 // fish) from a table of its commands and their flags, which
-// cmd/memwho-man generates from the usage texts: the completions offer
+// tools/man generates from the usage texts: the completions offer
 // what --help lists.
 package completion
 

@@ -56,7 +56,7 @@ func TestPodmanLive(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "load")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/memwho/memwho/cmd/memwho-load")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/memwho/memwho/tools/load")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build memwho-load: %v\n%s", err, out)

@@ -1,5 +1,5 @@
 // Package floor is memwho-floor, the lower bound memwho's scan is
-// measured against (see cmd/memwho-floor for what each flag reads). It is a
+// measured against (see tools/floor for what each flag reads). It is a
 // package so that the same reads can also run inside memwho's own binary
 // (cmd/memwho built with -tags floorpad): the difference between the two
 // is what the size of memwho's binary alone costs (docs/performance.md).

@@ -6,7 +6,7 @@
 // variable set: the package's init function notices it, touches the memory
 // the spec asks for, reports "ready" on a pipe and then blocks until the
 // parent goes away. Any binary that imports this package (a test binary,
-// cmd/memwho-load) can therefore act as its own child; nothing has to be
+// tools/load) can therefore act as its own child; nothing has to be
 // built or installed first.
 //
 // Sizes are in bytes and are rounded up to whole pages. Every page is

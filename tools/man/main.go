@@ -5,7 +5,7 @@
 // same. Its test fails when what is committed differs from what it
 // generates. Run it from the repository root, or with go generate:
 //
-//	go run ./cmd/memwho-man
+//	go run ./tools/man
 package main
 
 //go:generate go run . -root ../..

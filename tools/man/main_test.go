@@ -16,7 +16,7 @@ const root = "../.."
 // TestGeneratedUpToDate: the committed man pages and completion table are
 // what the usage texts give now, so that --help, man and the completions
 // cannot say different things. On a failure, run go generate
-// ./cmd/memwho-man (or go run ./cmd/memwho-man from the root).
+// ./tools/man (or go run ./tools/man from the root).
 func TestGeneratedUpToDate(t *testing.T) {
 	files, err := generate(root)
 	if err != nil {
@@ -25,11 +25,11 @@ func TestGeneratedUpToDate(t *testing.T) {
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {
-			t.Errorf("%s: %v (run go generate ./cmd/memwho-man)", name, err)
+			t.Errorf("%s: %v (run go generate ./tools/man)", name, err)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what the usage texts give (run go generate ./cmd/memwho-man)", name)
+			t.Errorf("%s differs from what the usage texts give (run go generate ./tools/man)", name)
 		}
 	}
 	// A page of a command that no longer exists is stale too.
