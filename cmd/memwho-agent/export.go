@@ -104,7 +104,7 @@ func (f *exportFlags) run(ctx context.Context, args []string, stdout, stderr io.
 	if err := cli.Parse(fs, exportUsage(), args, stdout); err != nil {
 		return err
 	}
-	// -o "$UNSET" wrote to stdout (audit of 2026-11-26); -o - says so.
+	// -o "$UNSET" would write to stdout unasked; -o - says so.
 	if err := cli.NoEmpty(fs, "o", "output", "upload", "db", "identity", "known-hosts"); err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (f *exportFlags) run(ctx context.Context, args []string, stdout, stderr io.
 }
 
 // interrupted says what a signal left of an export: "context canceled"
-// told the user nothing (audit of 2026-11-26).
+// alone tells the user nothing.
 func (f *exportFlags) interrupted(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 		return err

@@ -102,7 +102,7 @@ func runLeaks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer page.Abort()
 		// The table goes to stdout while the page is open: a closed
-		// pipe is an error that removes it, not a SIGPIPE (review8).
+		// pipe is an error that removes it, not a SIGPIPE that leaves it.
 		defer cli.CatchPipe()()
 		rep.Page = page
 	}

@@ -106,8 +106,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	// A usage error of a command points to its own --help, as memwho's
-	// do: "memwho leaks --bogus" was sent to memwho --help, the
-	// report's (review16).
+	// do: "memwho leaks --bogus" is not helped by memwho --help, the
+	// report's.
 	var ue *cli.UsageError
 	if errors.As(err, &ue) && ue.Command == "" {
 		switch name {

@@ -107,9 +107,8 @@ func (f *recordFlags) config() (*record.Config, []int, error) {
 // the scan's own reads come after and survive going short (counted
 // skipped). Measured under a limit of 16 with descriptors inherited one
 // more at a time: record ran with 4 free and, with 3, created its
-// database and then could not open /proc. (It was 3, measured where a
-// descriptor numbered above the limit was counted as taking room under
-// it: review8.)
+// database and then could not open /proc. (3 is what a count that took
+// a descriptor numbered above the limit for room under it would say.)
 const recordFree = 4
 
 // newRecordScanner is what record samples with (a variable: tests swap
@@ -128,8 +127,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 
-	// Refused before the history is created, not after (review6: a
-	// database file left empty).
+	// Refused before the history is created, not after: a database
+	// file left empty would be adopted by the next run.
 	if err := engine.CheckFiles(); err != nil {
 		return err
 	}

@@ -75,8 +75,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// certificates are read here, before enterScan, with the user's own
 	// rights. --once serves nothing, but its listener flags are checked
 	// all the same: a unit file tried with --once must not hide a
-	// mistake (audit of 2026-11-26: --once accepted --listen without
-	// auth, a missing --web-config, --debug-listen).
+	// mistake (--listen without auth, a missing --web-config,
+	// --debug-listen).
 	lp, err := f.listen.Plan(privilege.OpenInput)
 	if err != nil {
 		return err

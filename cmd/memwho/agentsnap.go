@@ -89,7 +89,7 @@ func (f *agentFlags) fetch(ctx context.Context, procDir string, need agentNeeds,
 		why = fmt.Sprintf("its snapshot lacks what --by %s needs", need.by)
 	case estimatesByChoice(snap):
 		// Every row would be marked ~ with a reason that is not the
-		// one (audit of 2026-11-26): the walk gives exact figures.
+		// one: the walk gives exact figures.
 		why = "its snapshot holds RSS-based estimates only (memwho-agent serve --fast)"
 	}
 	if why != "" {
@@ -131,8 +131,8 @@ func fetchAgent(ctx context.Context, socket string, snap *sample.Snapshot) (time
 // staleNote says how stale an agent's figures may be, when that matters:
 // the agent walks again only the processes that changed, so the others'
 // figures come from earlier walks, and the pages they share may have been
-// mapped or unmapped by others since (docs/agent.md, error bound). It
-// called them exact (audit of 2026-11-26). Below 1% of the processes'
+// mapped or unmapped by others since (docs/agent.md, error bound): they
+// are not exact, and the note says so. Below 1% of the processes'
 // RAM the bound is left out: every incremental walk has some.
 func staleNote(snap *sample.Snapshot) string {
 	var total uint64

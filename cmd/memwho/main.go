@@ -152,8 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // runHelp is "memwho help [COMMAND]": the report's usage and the
-// commands, or one command's usage (it ignored the command and printed
-// the report's: audit, 2026-11-26).
+// commands, or one command's usage (not the report's for every word).
 func runHelp(args []string, stdout io.Writer) error {
 	if len(args) > 1 {
 		return cli.Usagef("help takes one command, not %d words", len(args))
@@ -164,8 +163,8 @@ func runHelp(args []string, stdout io.Writer) error {
 	}
 	switch name {
 	case "", "help", "version", "--help", "-help", "-h":
-		// help --help too: any word was taken before the audit, and
-		// help's own help is this (review16).
+		// help --help too: help's own help is this, not a usage
+		// error.
 		fmt.Fprint(stdout, reportUsage())
 		cli.PrintCommands(stdout, commandList)
 	case "report", "watch", "snapshot", "diff", "completion":

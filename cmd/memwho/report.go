@@ -189,8 +189,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return err
 		}
 	}
-	// CSV is one row per group: the ledger has no rows there (audit of
-	// 2026-11-26: --csv --system dropped it without a word).
+	// CSV is one row per group: the ledger has no rows there, and
+	// --csv --system would drop it without a word.
 	if err := cli.Excludes(fs, "csv", "CSV has no ledger; --json carries it", "system"); err != nil {
 		return err
 	}
@@ -206,7 +206,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		ctx, stop = cli.InterruptibleOnce(ctx, atomicfile.RemoveTemps)
 		defer stop()
 		// The table is written while they are open: a closed pipe
-		// is an error that removes them, not a SIGPIPE (review8).
+		// is an error that removes them, not a SIGPIPE that leaves
+		// them.
 		defer cli.CatchPipe()()
 	}
 
@@ -259,7 +260,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		fromAgent = true
 		if f.conns && !snap.ConnsOK {
 			// The column would be missing, and a reader by position
-			// would take the next one for it (audit of 2026-11-26).
+			// would take the next one for it.
 			return fmt.Errorf("--conns: %s holds no TCP counts: take it with memwho snapshot --conns", cli.OneLine(f.from))
 		}
 	} else {
@@ -529,9 +530,9 @@ func excludesFrom(fs *flag.FlagSet) error {
 // refused walks: whoever took a snapshot file (--from), whoever reads
 // it; the agent (root) when its figures were fetched from its socket;
 // else this run, with the capabilities (the privileged install) or
-// without. A snapshot file is never the agent: watch compared its
-// source line with "from memwho-agent", which "--from memwho-agent", a
-// file of that name, matched too (review7).
+// without. A snapshot file is never the agent, whatever it is called:
+// a comparison of the source line with "from memwho-agent" would match
+// "--from memwho-agent", a file of that name, too.
 func scanner(from string, fromAgent bool) report.Scanner {
 	switch {
 	case from != "":

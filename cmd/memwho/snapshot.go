@@ -59,7 +59,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		// block's own err, nil once the file was created, so every
 		// failure after it (an interruption, a refused --proc, a
 		// scan error) committed the empty file over the old
-		// snapshot, and a failed Commit was lost: exit 0 (review8).
+		// snapshot, and a failed Commit would be lost: exit 0.
 		f, ferr := atomicfile.CreateAsUser(out)
 		if ferr != nil {
 			return fmt.Errorf("-o: %w", ferr)
@@ -124,8 +124,8 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) (
 }
 
 // openSnapshot opens a snapshot file the user named, with their rights
-// (privilege.OpenInput); "-" is standard input, as for export -o (audit
-// of 2026-11-26: it was a file named "-"). A directory is refused here:
+// (privilege.OpenInput); "-" is standard input, as for export -o, not a
+// file named "-". A directory is refused here:
 // reading it failed as "not a gzip stream".
 func openSnapshot(path string) (io.ReadCloser, error) {
 	if path == "-" {
@@ -170,7 +170,7 @@ func readSnapshotFile(ctx context.Context, path string, stderr io.Writer) (*samp
 // input from a stalled pipe or a terminal, a FIFO nobody opens for
 // writing) is left at ctx's end, with cli.ErrInterrupted: diff and
 // watch catch SIGINT to end cleanly, and the first one was lost while
-// the read blocked (seventeenth review). The errors of the read name the
+// the read blocked. The errors of the read name the
 // file; those of the open name it already.
 func readSnapshot(ctx context.Context, path string) (*sample.Snapshot, time.Time, error) {
 	type result struct {

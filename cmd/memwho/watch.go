@@ -185,9 +185,9 @@ func (a *agentSampler) Scan(snap *sample.Snapshot) error {
 		err = snapshot.Check(snap)
 	}
 	if err == nil && estimatesByChoice(snap) {
-		// An agent restarted with --fast: its estimates were shown
-		// as a refused walk's, as the first fetch refuses them
-		// (seventeenth review).
+		// An agent restarted with --fast: its estimates would be
+		// shown as a refused walk's; refused as the first fetch
+		// refuses them.
 		err = errors.New("memwho-agent now serves RSS-based estimates only (memwho-agent serve --fast)")
 	}
 	if err != nil {

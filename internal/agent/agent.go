@@ -455,7 +455,7 @@ func (a *Agent) walk(f *flight, start time.Time) {
 	if snap != nil && stats.StaleBound > 0 {
 		// What memwho answering from this snapshot must say: some
 		// figures are older than the walk, and by how much their sum
-		// can be off (audit of 2026-11-26: it called them exact).
+		// can be off (they are not exact).
 		snap.Oldest, snap.StaleBound = st.oldest, stats.StaleBound
 	}
 

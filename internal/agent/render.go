@@ -94,9 +94,9 @@ func (a *Agent) renderWalk(ex *expo, st *state, stats *engine.Stats) {
 	ex.family("memwho_skipped_processes", "gauge", "Processes left out of the last snapshot, by reason: gone (exited while read), kernel (kernel threads and zombies), broken (stat or status unparsable).")
 	ex.byReason("memwho_skipped_processes", []string{"broken", "gone", "kernel"},
 		uint64(snap.Broken), uint64(snap.Gone), uint64(snap.Kernel))
-	// --fast estimates every process by choice: they were counted under
-	// no reason, so the reasons summed to 0 while every group was an
-	// estimate (audit of 2026-11-26).
+	// --fast estimates every process by choice: counted under no
+	// reason, the reasons would sum to 0 while every group is an
+	// estimate.
 	var chosen, paced uint64
 	for i := range snap.Procs {
 		switch p := &snap.Procs[i]; {

@@ -163,7 +163,7 @@ var errRemoved = errors.New("temporary files removed: the process is ending")
 
 // RemoveTemps removes every temporary file not yet committed or
 // aborted, and makes later Creates and Commits fail. It is for a
-// process about to die by a signal (cli.InterruptibleOnce, review9): a
+// process about to die by a signal (cli.InterruptibleOnce): a
 // second SIGINT, SIGTERM or SIGHUP ends a run whose first could not
 // stop it, and without this left its temporary files behind. It may
 // run while another goroutine writes, commits or aborts a file.

@@ -55,7 +55,7 @@ func flagError(msg string) string {
 	}
 	// The value is quoted (%q): read it whole, with strconv, since a
 	// value may itself hold " for flag -" (--top 'x" for flag -p: y'
-	// was reported as an error of -p; review16).
+	// would read as an error of -p).
 	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
 		// invalid value "V" for flag -NAME: REASON
 		if value, err := strconv.QuotedPrefix(rest); err == nil {
@@ -88,9 +88,8 @@ func flagError(msg string) string {
 
 // FlagError is the usage error for an error of flag.FlagSet.Parse,
 // reworded by flagError, for commands that call Parse themselves
-// (memwho diff: its flag errors read "flag provided but not defined:
-// -bogus" while every other command's read "unknown flag --bogus";
-// review16).
+// (the flag package's "flag provided but not defined: -bogus" beside
+// every other command's "unknown flag --bogus").
 func FlagError(err error) *UsageError {
 	return &UsageError{Msg: flagError(err.Error())}
 }
@@ -172,8 +171,8 @@ func Excludes(fs *flag.FlagSet, name, why string, others ...string) error {
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) {
 		// A boolean flag given as false (-t=false, --fast=false, as
-		// a script writes --fast=$FAST) asks for nothing: it was
-		// refused as if given (review16).
+		// a script writes --fast=$FAST) asks for nothing, and is not
+		// refused as if given.
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && f.Value.String() == "false" {
 			return
 		}
@@ -298,9 +297,9 @@ func ParseDays(s string) (time.Duration, error) {
 	}
 	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
 		// time.ParseDuration and strconv.Atoi take a leading "+";
-		// nothing in the docs writes one. A "-" too: "-1h" was
-		// refused as negative, but "-0s" and "-0h" were taken, the
-		// one signed spelling left after "-0d" was refused (review8).
+		// nothing in the docs writes one. A "-" too: "-1h" is
+		// negative, and "-0s" and "-0h" must not be taken where
+		// "-0d" is refused.
 		return 0, fmt.Errorf("bad duration %q (want 90s, 15m, 12h or 30d)", s)
 	}
 	if d, ok := strings.CutSuffix(s, "d"); ok {
@@ -342,7 +341,7 @@ func parseAgo(s string) (time.Duration, error) {
 	if strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") {
 		// As in ParseDays: no sign. time.ParseDuration took "+1h" and
 		// "-0s" for --since and --to, which --keep and --window
-		// refuse (review8).
+		// refuse.
 		return 0, errors.New("a sign")
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {

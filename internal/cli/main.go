@@ -34,14 +34,14 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // (one locked to the signal mask, one waiting for signals): 0.3 ms of a
 // 2 ms start-up, measured with perf stat on memwho --version.
 //
-// SIGHUP (the terminal closed) stops it cleanly too (review8: a closed
-// terminal killed a snapshot -o or a report --html and left its
-// temporary file). SIGINT and SIGHUP that memwho was started with
+// SIGHUP (the terminal closed) stops it cleanly too: its default action
+// would kill a snapshot -o or a report --html and leave its temporary
+// file. SIGINT and SIGHUP that memwho was started with
 // ignored stay ignored (nohup, a background job of a script: sh runs
 // those with SIGINT ignored): os/signal would install a handler for
-// them (review8: a Ctrl-C meant for a script's foreground command
-// stopped the record it had started with "&", and a snapshot under
-// nohup ended at the terminal's hang-up). SIGTERM is not looked at:
+// them, and a Ctrl-C meant for a script's foreground command would stop
+// the record it had started with "&", a snapshot under nohup end at the
+// terminal's hang-up. SIGTERM is not looked at:
 // the Go runtime never leaves it ignored.
 //
 // A command that has not returned StopWithin after the first signal is
@@ -224,14 +224,14 @@ func interruptSignals(hangup bool) []os.Signal {
 // context, the second ends the process, killed by that signal. A report
 // or snapshot stopped by the first while its write to a stuck pipe
 // blocks (a reader that stopped reading) would otherwise swallow every
-// later SIGINT, SIGTERM and SIGHUP until SIGKILL (review8). watch keeps
+// later SIGINT, SIGTERM and SIGHUP until SIGKILL. watch keeps
 // Interruptible: a second signal must not end it while it restores the
 // terminal.
 //
 // The second signal calls cleanup (atomicfile.RemoveTemps) before the
-// process dies (review9). The first version gave the signals their
-// default action back at the first, so a second ended the run wherever
-// it was, its temporary file left behind; and one event often sends
+// process dies. The signals' default action given back at the first
+// would end the run at a second wherever it was, its temporary file
+// left behind; and one event often sends
 // two, milliseconds apart: systemd's stop with SendSIGHUP=yes (SIGTERM
 // then SIGHUP), a terminal that closes (SIGHUP from the kernel to the
 // foreground group, then from the shell to its jobs), Ctrl-C pressed
@@ -278,8 +278,8 @@ func InterruptibleOnce(ctx context.Context, cleanup func()) (context.Context, co
 // ending the process with SIGPIPE (the Go runtime's default for
 // descriptors 1 and 2), until the function it returns is called. A
 // command that has a temporary file open asks for it, so that the file
-// is removed: "memwho --html page.html | head" was killed by SIGPIPE at
-// its table and left .page.html.tmp-… behind (review8). Commands that
+// is removed: "memwho --html page.html | head" killed by SIGPIPE at its
+// table would leave .page.html.tmp-… behind. Commands that
 // only print keep the quiet default ("memwho watch --plain | head").
 func CatchPipe() (stop func()) {
 	c := make(chan os.Signal, 1)

@@ -13,11 +13,11 @@ import (
 //
 // The runtime creates the poller lazily, at the first timer or network
 // descriptor, and dies if it cannot ("fatal error: runtime: netpollinit
-// failed" and a goroutine dump, exit 2). review6: another user who fills
-// the system's file table (fs.file-max, ENFILE, which only
-// CAP_SYS_ADMIN escapes) for a moment made a normal user's `memwho
-// watch` die that way after its first snapshot, at the first interval's
-// timer; the same could strike any command whose first timer comes late
+// failed" and a goroutine dump, exit 2). Another user who fills the
+// system's file table (fs.file-max, ENFILE, which only CAP_SYS_ADMIN
+// escapes) for a moment can make a normal user's `memwho watch` die that
+// way after its first snapshot, at the first interval's timer; the same
+// can strike any command whose first timer comes late
 // (the agent's walk ticker, the scavenger). So memwho tries the two
 // descriptors itself first: a refusal is one error line, and once the
 // runtime has its poller nothing later needs another.

@@ -201,9 +201,9 @@ func (c *connCounter) readAll(e *Engine, tick, k uint64) {
 		cs.fresh = true
 		cs.skips = 0
 		if proc.Exhausted(err) {
-			// review6: out of descriptors or memory, the fd table
-			// read as empty: the process showed 0 connections, not
-			// counted unreadable, and then skipped as socketless
+			// Out of descriptors or memory: the fd table must not
+			// read as empty, the process shown with 0 connections,
+			// not counted unreadable, and then skipped as socketless
 			// for up to noSocketSkips × FullEvery ticks. It counts
 			// unreadable now, and is read again next tick.
 			cs.denied = true
@@ -265,7 +265,7 @@ func CountConns(fs *proc.FS, snap *sample.Snapshot) (denied int, err error) {
 		p := &snap.Procs[i]
 		n, err := fc.Count(p.PID, &set)
 		if err == syscall.EACCES || err == syscall.EPERM || proc.Exhausted(err) {
-			// Out of descriptors or memory (review6) is as
+			// Out of descriptors or memory is as
 			// unreadable as refused: counted, never a silent 0.
 			denied++
 		}

@@ -146,7 +146,7 @@ func CheckFiles() error {
 // for another reason than a descriptor or file table full). CheckFiles
 // looks at the limit alone, and a shell can hand a command many open
 // descriptors: record asks here before it creates its database, so that
-// it does not create one it then cannot open (review7).
+// it does not create one it then cannot open.
 func CheckFree(need int) error {
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<20 {
@@ -155,10 +155,10 @@ func CheckFree(need int) error {
 	open, err := OpenBelow(rl.Cur)
 	if errors.Is(err, unix.EMFILE) {
 		// The listing itself needed a descriptor, and none was free
-		// (review8: the Go runtime keeps its cgroup CPU-limit files
-		// open, so a shell's descriptors and the poller's two could
-		// fill the limit; the check passed and record created its
-		// database's directory before failing to create the file).
+		// (the Go runtime keeps its cgroup CPU-limit files open, so a
+		// shell's descriptors and the poller's two can fill the
+		// limit). Passed, record would create its database's
+		// directory and then fail to create the file.
 		return fmt.Errorf("the open-file limit (ulimit -n) is %d and every descriptor is taken: this needs %d free", rl.Cur, need)
 	}
 	if errors.Is(err, unix.ENFILE) {
@@ -184,8 +184,8 @@ var errNotProc = errors.New("/proc/self/fd is not on a procfs")
 // followed). Only those take room under the open-file limit: the kernel
 // gives the lowest free number and refuses only when none below the
 // limit is. Those at or above it (opened before the limit was lowered:
-// prlimit --pid on a shell) count for nothing, and counting them refused
-// a record that had room (review8). The listing's own descriptor is not
+// prlimit --pid on a shell) count for nothing: counting them would refuse
+// a record that has room. The listing's own descriptor is not
 // counted. The error is the listing's: EMFILE when no descriptor was free
 // for it, ENFILE when the system's file table is full.
 func OpenBelow(limit uint64) (int, error) {
@@ -790,7 +790,7 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 			// when phase 1's descriptors are closed. Its process
 			// may have exited meanwhile (the PID reused), which
 			// frees the pages it shared with its parent: the
-			// parent is walked too, as for stGone (review6).
+			// parent is walked too, as for stGone.
 			e.relate(rc.p.PPID, tick)
 			e.reset(rc)
 			rc.act = actNew
@@ -874,8 +874,8 @@ func (e *Engine) plan(tick uint64, full bool, start time.Time) {
 
 // relateLate re-walks the parents of the processes phase 3 read as new
 // (a record starved in phase 1, or a PID reused): plan ran before their
-// parents were known. review6: a process whose first read ran out of
-// descriptors in phase 1 and succeeded in phase 3 left its parent
+// parents were known. A process whose first read ran out of
+// descriptors in phase 1 and succeeded in phase 3 would leave its parent
 // unwalked after the fork, its pages now shared copy-on-write counted
 // whole in the parent and again in the child, for up to FullEvery ticks
 // and below the bound's PrivateAnon floor. A tick without such a read

@@ -67,10 +67,10 @@ func (e *Engine) read(w *worker, rc *record, names, first bool, now time.Time) {
 		case stExact:
 			st = e.readOnce(w, rc, names, first)
 		case stStarved:
-			// review6: listing its threads or opening the
-			// thread's statm ran out of descriptors. Left a
-			// kernel thread, the process was dropped unwarned,
-			// and for good: a kernel thread is never read again.
+			// Listing its threads or opening the thread's statm
+			// ran out of descriptors. Left a kernel thread, the
+			// process would be dropped unwarned, and for good: a
+			// kernel thread is never read again.
 			st = stStarved
 		}
 	}
@@ -182,8 +182,8 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 		// instead of 221 on a host of 74 processes, 58 of them kernel
 		// threads).
 		if !first {
-			// review9: a known process had an address space when
-			// last read; ESRCH now is its exit, or its reaping
+			// A known process had an address space when last
+			// read; ESRCH now is its exit, or its reaping
 			// between the kernel's lookup and open (proc_mem_open
 			// finds no task), which the read through the path or
 			// directory tells apart: counted gone, its parent
@@ -194,7 +194,7 @@ func (e *Engine) readHeld(w *worker, rc *record, names, first bool) (st state, o
 		if e.needStart() {
 			st := e.readStat(w, rc, true)
 			if st == stExact && w.st.State != 'Z' && w.st.State != 'X' {
-				// review9: stat, read by path after the open, shows
+				// Stat, read by path after the open, shows
 				// neither a kernel thread nor a zombie: the PID went
 				// to another process since (a reaped zombie's), or
 				// this one is between exit_mm and its end, or its
@@ -486,7 +486,7 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 			w.exe, w.exeErr = r.Exe(w.link[:0])
 		}
 		if w.exeErr == proc.ErrExhausted {
-			// review6: without the link the name comes from
+			// Without the link the name comes from
 			// argv[0], which the process writes itself.
 			return stStarved
 		}
@@ -517,7 +517,7 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 			// Exited while being read.
 			return stGone
 		case proc.ErrExhausted:
-			// review6: shown with its task name instead, until
+			// Else shown with its task name instead, until
 			// its names are read again (FullEvery ticks).
 			return stStarved
 		}
@@ -529,7 +529,7 @@ func (e *Engine) readRest(w *worker, rc *record, names, first, estimate, exeRead
 		case proc.ErrGone:
 			return stGone
 		case proc.ErrExhausted:
-			// review6: shown as the interpreter, not the script.
+			// Else shown as the interpreter, not the script.
 			return stStarved
 		}
 	}
@@ -597,8 +597,8 @@ func (e *Engine) readStatus(w *worker, p *sample.Process, comm, estimate bool) s
 // readCgroup fills Cgroup when asked for. It returns stExact (go on):
 // a missing cgroup file leaves the group empty, it drops nothing; but
 // stStarved when memwho ran out of descriptors or memory reading it
-// (review6: the process was shown in no cgroup, its memory missing from
-// its unit's or container's, until its names were read again).
+// (else the process would be shown in no cgroup, its memory missing
+// from its unit's or container's, until its names are read again).
 func (e *Engine) readCgroup(w *worker, p *sample.Process) state {
 	if e.opt.NeedCgroup {
 		p.Cgroup, p.SystemdCgroup = "", ""
@@ -652,7 +652,7 @@ func (e *Engine) check(w *worker, rc *record) {
 		rc.now = s
 	}
 	if rc.st == stKernel && rc.now.OK && !rc.now.Zero() {
-		// review9: a kernel thread or zombie has no address space,
+		// A kernel thread or zombie has no address space,
 		// and its statm reads zeros. One that has one now was taken
 		// for one by an ESRCH it gave at a moment (an exec'ing
 		// thread's old leader, a process whose PID was reused after
@@ -788,7 +788,7 @@ func (e *Engine) liveThread(w *worker, pid int) (int, error) {
 	if n := w.r.Threads(pid); n == 1 {
 		return 0, nil
 	}
-	// 0: the statx failed (ENOMEM among others, review6) and says
+	// 0: the statx failed (ENOMEM among others) and says
 	// nothing; the listing below tells, and its error is the answer.
 	var err error
 	w.tids, w.tidbuf, err = w.r.Tasks(pid, w.tids, w.tidbuf)

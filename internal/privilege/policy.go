@@ -95,7 +95,7 @@ func EnterScan(cmd, dir string, conns bool, stderr io.Writer) (*proc.FS, error) 
 		if errors.As(err, &errno) && proc.Exhausted(errno) {
 			// Not the user's path: memwho ran out of descriptors or
 			// memory. A failure, not a usage error with a hint to
-			// read --help (review8).
+			// read --help.
 			return nil, fmt.Errorf("--proc: %v", UnwrapPath(err))
 		}
 		return nil, cli.Usagef("--proc: %v", UnwrapPath(err))

@@ -342,7 +342,7 @@ func verifyTasks(dir string, s State, perm, eff uint64) error {
 			continue // the thread exited
 		}
 		if err != nil {
-			// Not skipped like an exited thread (review7): a status
+			// Not skipped like an exited thread: a status
 			// parseStatus refuses (a second Uid line, a capability set
 			// wider than 64 bits on some later kernel) said nothing of
 			// the thread, and skipping every thread passed the check.

@@ -114,9 +114,9 @@ func ReadStatmFD(fd int, buf []byte) (Statm, error) {
 		}
 		if err != nil {
 			if Exhausted(err) {
-				// review6: a pread that fails for want of memory
-				// is not the process exiting; counted gone, it
-				// vanished from a tick's totals unwarned.
+				// A pread that fails for want of memory is not
+				// the process exiting; counted gone, it would
+				// vanish from a tick's totals unwarned.
 				return Statm{}, ErrExhausted
 			}
 			// ESRCH: the process exited, even if its PID lives on.

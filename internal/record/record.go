@@ -180,12 +180,11 @@ func New(st store.Store, sc Scanner, fs *proc.FS, cfg *Config, log io.Writer, wa
 		},
 	}
 	r.shared = store.Shared(cfg.DB)
-	// A SQLite file removed or replaced under a running recorder took
-	// every later sample into an unlinked inode, with exit 0 (audit of
-	// 2026-11-26): the path is checked before each write against the
-	// file the store opened, not the one the path named when Run
-	// started (a replacement in between slipped past: seventeenth
-	// review, second pass).
+	// A SQLite file removed or replaced under a running recorder would
+	// take every later sample into an unlinked inode, with exit 0: the
+	// path is checked before each write against the file the store
+	// opened, not the one the path named when Run started (a
+	// replacement in between would slip past).
 	r.file = store.FilePath(cfg.DB)
 	if f, ok := st.(store.Filer); ok && r.file != "" {
 		r.opened = f.Opened()

@@ -127,8 +127,8 @@ func Warn(stderr io.Writer, snap *sample.Snapshot, procs []sample.Process, group
 		switch {
 		case by == ScannerFile:
 			// Whoever took the snapshot was refused: who reads the
-			// file changes nothing (the audit of 2026-11-26 found
-			// root told "even root may not", a user "run as root").
+			// file changes nothing (not "even root may not" to root,
+			// nor "run as root" to a user).
 			fmt.Fprintln(stderr, "memwho: hint: the snapshot file's figures: whoever took it could not walk these processes; take it as root, or with memwho's privileged install, for exact figures")
 		case os.Geteuid() == 0:
 			// Root is refused only across a boundary: a process in

@@ -160,9 +160,9 @@ func HostLedger(host *Group, m *Meminfo) Ledger {
 		{"processes: swapped out", "SwapPss of smaps_rollup (Swap without SwapPss; estimates: VmSwap)", capped(host.Swap)},
 		// Not the swap cache: SwapCached overlaps SwapPss (a page
 		// read back by swap-in readahead, or not yet unmapped after
-		// writeback, is both), so a line of it counted those slots
-		// twice and drove the remainder negative (audit, 2026-11-26:
-		// -9.3 MiB with 10 MiB cached). Renderers show it under the
+		// writeback, is both), so a line of it would count those
+		// slots twice and drive the remainder negative (-9.3 MiB with
+		// 10 MiB cached). Renderers show it under the
 		// remainder, not summed (SwapCacheSource).
 		{"free swap", "SwapFree", capped(m.SwapFree)},
 	}

@@ -277,8 +277,8 @@ type Group struct {
 	SwapPssMissing bool
 	// EstimatedNoSwap counts the estimated processes that had no swap
 	// (VmSwap 0): each adds an exact 0 to the group's swap, which is an
-	// estimate only when Estimated is more (SwapEstimated; the audit of
-	// 2026-11-26 found ~ on swap that was all exact). A group made
+	// estimate only when Estimated is more (SwapEstimated: no ~ on swap
+	// that is all exact). A group made
 	// without it (from the history) keeps the mark.
 	EstimatedNoSwap int
 	// Conns sums the processes' ESTABLISHED TCP sockets; valid only when

@@ -167,7 +167,7 @@ func malformed(format string, args ...any) error {
 // int64. Decode keeps any values
 // (the format is a faithful codec); a reader that shows the figures
 // checks them, so that a hand-edited file cannot print "13.0 MiB + 6.3 MiB
-// = 12.0 MiB" or a total of 2^64 - 1 (audit of 2026-11-26).
+// = 12.0 MiB" or a total of 2^64 - 1.
 func Check(s *sample.Snapshot) error {
 	for i, n := range [...]int{s.Gone, s.Denied, s.Kernel, s.Broken, s.Malformed} {
 		if n < 0 {
@@ -185,8 +185,8 @@ func Check(s *sample.Snapshot) error {
 		}
 		// The samplers write Private + Shared = RAM, and a split of
 		// RAM (Pss_Anon, Pss_File, Pss_Shmem, Private_Hugetlb) that
-		// sums to it at most; each part alone under RAM still printed
-		// "10.0 MiB + 10.0 MiB = 10.0 MiB" (seventeenth review).
+		// sums to it at most; each part alone under RAM would still
+		// print "10.0 MiB + 10.0 MiB = 10.0 MiB".
 		if p.Private > p.RAM || p.Shared > p.RAM-p.Private {
 			return malformed("pid %d: private %d and shared %d bytes over its RAM of %d", p.PID, p.Private, p.Shared, p.RAM)
 		}
@@ -196,8 +196,8 @@ func Check(s *sample.Snapshot) error {
 		}
 		// Totals stay within an int64, so that every difference of two
 		// (diff's changes, the ledger's lines) is one: a RAM of 2^63 + 5
-		// showed as a negative change, a swap of 2^64 - 1 summed with 2
-		// into 1 B (seventeenth review). Groups sum parts of these.
+		// would show as a negative change, a swap of 2^64 - 1 sum with 2
+		// into 1 B. Groups sum parts of these.
 		if !sumAtMost(math.MaxInt64, total, p.RAM) {
 			return malformed("pid %d: RAM of the processes over 2^63 bytes", p.PID)
 		}

@@ -80,7 +80,7 @@ func (c *FDCounter) Sockets(pid int, dst []uint64) ([]uint64, error) {
 			}
 			ino, ok, err := c.socketInode(dfd, &name[0])
 			if err != nil {
-				// Out of memory (review6): the table is not known,
+				// Out of memory: the table is not known,
 				// not one socket fewer.
 				return dst, err
 			}

@@ -159,8 +159,8 @@ func UncleanKey(key string) (name string, ok bool) {
 		}
 	}
 	// Only CleanKey's own output: a key an older memwho wrote holds the
-	// name as it was, and `\x73shd` read as an escape named a process
-	// "sshd" (seventeenth review).
+	// name as it was, and `\x73shd` read as an escape would name a
+	// process "sshd".
 	if name = string(b); CleanKey(name) != key {
 		return "", false
 	}

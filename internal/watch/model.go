@@ -71,8 +71,8 @@ type Model struct {
 	// Keys keep it within the rows (clampTop); the view clamps it again,
 	// since a refresh or a resize may leave fewer.
 	top int
-	// counted caches rowCount: a read full of scroll keys ran the filter
-	// over every row for each of them (fifteenth review).
+	// counted caches rowCount: a read full of scroll keys would run the
+	// filter over every row for each of them.
 	counted rowCounted
 
 	prompt   bool   // the filter prompt is open

@@ -254,7 +254,7 @@ func appendChange(dst []byte, d int64) []byte {
 // hang-up came, or comes within a second of an EIO. A write to the
 // terminal that hung up fails with EIO, and the kernel fails it before
 // it sends SIGHUP: the write after a scan under way at the hang-up
-// ended the watch with status 1 (fifteenth review). An EIO with no
+// would end the watch with status 1. An EIO with no
 // hang-up (a failing disk) is the error it is.
 func writeHungUp(hangup <-chan struct{}, err error) bool {
 	if closed(hangup) {

@@ -65,9 +65,9 @@ func run(ctx context.Context, t screenIO, m Model) (err error) {
 	// signal that finds the channel full is lost.
 	sigs := make(chan os.Signal, 4)
 	// A hang-up comes through opt.Hangup alone (cli.InterruptibleView,
-	// which leaves a SIGHUP ignored at start ignored): the loop asked
-	// for SIGHUP itself as well, and taking back an ignored one ended a
-	// view under nohup (fifteenth review).
+	// which leaves a SIGHUP ignored at start ignored): were the loop to
+	// ask for SIGHUP itself as well, taking back an ignored one would
+	// end a view under nohup.
 	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT)
 	defer signal.Stop(sigs)
 

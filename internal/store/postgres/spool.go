@@ -86,7 +86,7 @@ var errUnsafeSpool = errors.New("another user's samples would be written into th
 // checkSpoolDir refuses a spool directory another user could write
 // into: a sample planted there under this target's name (its identity
 // is no secret) would be flushed into the database with the recorder's
-// rights (seventeenth review, second pass). The directory must belong
+// rights. The directory must belong
 // to the recorder's user and be writable by no one else.
 func checkSpoolDir(dir string) error {
 	st, err := os.Stat(dir)

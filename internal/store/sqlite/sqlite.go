@@ -496,8 +496,7 @@ func (d *DB) Prune(ctx context.Context, r store.Retention) (store.Pruned, error)
 		// The sample spared is the last written (the one record just
 		// took), not the latest dated: a sample of another host dated
 		// ahead, or one from before this host's clock stepped back,
-		// made record delete the sample it had just taken (seventeenth
-		// review, second pass).
+		// would make record delete the sample it had just taken.
 		var last int64
 		if err := d.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM samples`).Scan(&last); err != nil {
 			return p, fmt.Errorf("prune: %w", err)

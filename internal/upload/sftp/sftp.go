@@ -385,8 +385,7 @@ func (u *uploader) attempt(ctx context.Context, produce Producer) (int64, error)
 	}
 	// An export names every process of every user: 0600, as -o makes
 	// it. SFTP's open takes the server's default mode (0644 after a
-	// usual umask), so the mode is set before any byte is written
-	// (audit of 2026-11-26).
+	// usual umask), so the mode is set before any byte is written.
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
 		return 0, fail("chmod "+tmp, err)
