@@ -50,7 +50,34 @@ import (
 // or status unparsable), stGone (exited, or the PID reused) and
 // stStarved (memwho out of descriptors or memory). After readOnce, a
 // stKernel process whose threads live on is pointed at one of them
-// (toThread) and read once more.
+// (toThread) and read once more; figures read from an address space
+// that statm saw empty are stKernel (the process was exiting).
+//
+// # The states across ticks
+//
+// A tick (Scan) is four phases: 1, a new PID is read in full (readNew)
+// and a known one's statm only (check); 2, plan picks what phase 3
+// reads; 3, readNew or rewalk (which call read above), then relateLate;
+// 4, tally counts each record by its state and the listed ones are
+// collected. The state left in rc.st decides what phase 2 of the same
+// tick, and the next tick, do with the record (TestReadPaths checks the
+// listed and counted columns against tally):
+//
+//	state        listed  counted    what follows
+//	stExact      yes     -          check's statm each tick; rewalk when it moved (actChanged), its text moved (actExec, names read again), a child came or went (actRelated) or FullEvery is due (actForced, names when due)
+//	stEstimate   yes     -          as stExact
+//	stDenied     yes     Denied     as stExact, but its reads skip readPaced and readHeld (a held pagemap or smaps_rollup would be refused again): readAnchored tries the walk again
+//	stMalformed  yes     Malformed  as stExact
+//	stKernel     no      Kernel     check's statm only, never walked; a statm that shows an address space makes it stGone
+//	stBroken     no      Broken     check's statm; rewalk with names when FullEvery is due
+//	stGone       no      Gone       from check (the PID listed again): reset, its parent related, read as new in phase 3; from a read: the record is dropped after the tick
+//	stStarved    no      Broken     reset, its parent related, read as new in phase 3 (phase 1's descriptors closed; a one-shot scan retries once); still starved: the record is dropped after the tick, read as new the next
+//
+// A PID no longer listed drops its record, its parent related (walked
+// again: it loses the pages it shared). Outside a full tick (ForceFull),
+// plan defers a rewalk until the last walk's cost over
+// Options.WalkBudget has passed since it; a new or starved process is
+// read at once.
 
 // read reads rc's process: its figures always, and with names its
 // identity and names too (stat, comm or status, the exe link, cmdline,

@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memwho/memwho/internal/sample"
 )
 
-// TestReadPaths checks the table of read paths in read.go's comment
-// against the code: each path is a method of Engine that readOnce calls,
-// in the table's order, and each state the comment names is one.
+// TestReadPaths checks the tables of read.go's comment against the code:
+// each read path is a method of Engine that readOnce calls, in the
+// table's order; each state is named, and has a row in the table of
+// states across ticks whose listed and counted columns are tally's.
 func TestReadPaths(t *testing.T) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "read.go", nil, parser.ParseComments)
@@ -104,6 +107,48 @@ func TestReadPaths(t *testing.T) {
 	}
 	if len(states) < 8 {
 		t.Fatalf("found the states %v: fewer than there are", states)
+	}
+	// The table of states across ticks: every state has a row, and its
+	// listed and counted columns are what tally does (the constants are
+	// iota, in the order of their block).
+	rows := map[string][]string{}
+	for _, cg := range f.Comments {
+		text := cg.Text()
+		i := strings.Index(text, "state        listed  counted")
+		if i < 0 {
+			continue
+		}
+		for _, line := range strings.Split(text[i:], "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 {
+				break
+			}
+			rows[fields[0]] = fields[1:3]
+		}
+	}
+	for v, name := range states {
+		row, ok := rows[name]
+		if !ok {
+			t.Errorf("the table of states across ticks has no row for %s", name)
+			continue
+		}
+		var snap sample.Snapshot
+		keep, _ := tally(&snap, state(v))
+		if want := row[0] == "yes"; keep != want {
+			t.Errorf("%s: the table says listed %s, tally keeps %v", name, row[0], keep)
+		}
+		counted := "-"
+		for field, n := range map[string]int{"Gone": snap.Gone, "Denied": snap.Denied, "Kernel": snap.Kernel, "Broken": snap.Broken, "Malformed": snap.Malformed} {
+			if n != 0 {
+				counted = field
+			}
+		}
+		if counted != row[1] {
+			t.Errorf("%s: the table says counted %s, tally counts %s", name, row[1], counted)
+		}
+	}
+	if len(rows) != len(states) {
+		t.Errorf("the table of states across ticks has %d rows for %d states", len(rows), len(states))
 	}
 	for _, st := range states {
 		found := false
