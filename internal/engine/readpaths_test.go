@@ -22,19 +22,8 @@ func TestReadPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table []string
-	for _, cg := range f.Comments {
-		text := cg.Text()
-		i := strings.Index(text, "path          taken when")
-		if i < 0 {
-			continue
-		}
-		for _, line := range strings.Split(text[i:], "\n")[1:] {
-			fields := strings.Fields(line)
-			if len(fields) == 0 {
-				break
-			}
-			table = append(table, fields[0])
-		}
+	for _, row := range commentTable(f, "path          taken when") {
+		table = append(table, row[0])
 	}
 	if len(table) < 4 {
 		t.Fatalf("no table of read paths in read.go's comments (found %v)", table)
@@ -112,19 +101,12 @@ func TestReadPaths(t *testing.T) {
 	// listed and counted columns are what tally does (the constants are
 	// iota, in the order of their block).
 	rows := map[string][]string{}
-	for _, cg := range f.Comments {
-		text := cg.Text()
-		i := strings.Index(text, "state        listed  counted")
-		if i < 0 {
+	for _, row := range commentTable(f, "state        listed  counted") {
+		if len(row) < 4 {
+			t.Errorf("the table of states across ticks has a short row %q", row)
 			continue
 		}
-		for _, line := range strings.Split(text[i:], "\n")[1:] {
-			fields := strings.Fields(line)
-			if len(fields) < 4 {
-				break
-			}
-			rows[fields[0]] = fields[1:3]
-		}
+		rows[row[0]] = row[1:3]
 	}
 	for v, name := range states {
 		row, ok := rows[name]
@@ -161,4 +143,26 @@ func TestReadPaths(t *testing.T) {
 			t.Errorf("read.go's comment does not say what %s means", st)
 		}
 	}
+}
+
+// commentTable returns the rows, split into fields, of the table in f's
+// comments whose header line starts with header: the lines after it, up
+// to the first empty one.
+func commentTable(f *ast.File, header string) [][]string {
+	var rows [][]string
+	for _, cg := range f.Comments {
+		text := cg.Text()
+		i := strings.Index(text, header)
+		if i < 0 {
+			continue
+		}
+		for _, line := range strings.Split(text[i:], "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) == 0 {
+				break
+			}
+			rows = append(rows, fields)
+		}
+	}
+	return rows
 }
