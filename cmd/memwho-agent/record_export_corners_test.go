@@ -18,7 +18,7 @@ import (
 
 // TestRecordFullEvery: record's forced walk was fixed at 60
 // samples, so a figure could stay an hour stale at the default interval
-// with no way to tune it (audit of 2026-11-26). --full-every K reaches the
+// with no way to tune it. --full-every K reaches the
 // engine; K < 1 is a usage error.
 func TestRecordFullEvery(t *testing.T) {
 	saved := newRecordScanner
@@ -85,7 +85,7 @@ func TestRecordFileRemoved(t *testing.T) {
 }
 
 // TestExportInterrupted: an export stopped by a signal said only
-// "context canceled" (audit of 2026-11-26); it says what was left.
+// "context canceled"; it says what was left.
 func TestExportInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")

@@ -45,7 +45,7 @@ func TestUsageErrorOneLine(t *testing.T) {
 		{"serve", "--once", "--max-connections", "0"},
 		{"serve", "--once", "--socket-group", "no-such-group-memwho"},
 		// An empty -o wrote to stdout; an empty --db used the default
-		// history (audit of 2026-11-26).
+		// history.
 		{"export", "-o", ""},
 		{"export", "--db", ""},
 		{"record", "--bogus"},
@@ -61,7 +61,7 @@ func TestUsageErrorOneLine(t *testing.T) {
 				t.Errorf("exit %d, want %d", code, cli.ExitUsage)
 			}
 			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-			// A command's hint names its own --help (review16).
+			// A command's hint names its own --help.
 			hint := "memwho: hint: see 'memwho --help'"
 			switch args[0] {
 			case "serve", "record", "leaks", "export", "diff":

@@ -188,7 +188,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 	// What memwho-agent is given: environment, arguments, descriptors,
 	// capabilities, ids, no_new_privs. A planted probe shows it from
 	// the inside.
-	t.Run("review2: what memwho-agent is given", func(t *testing.T) {
+	t.Run("agent: what memwho-agent is given", func(t *testing.T) {
 		e.plantAgent(t, func(p string) error { return os.WriteFile(p, []byte(agentProbeScript), 0o755) })
 		env := []string{
 			"LD_PRELOAD=/nonexistent/evil.so", "LD_LIBRARY_PATH=/nonexistent", "GODEBUG=inittrace=1",
@@ -252,7 +252,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 
 	// memwho-agent missing: the error is written with nothing held (a
 	// full stderr parks the process).
-	t.Run("review2: memwho-agent missing, stderr full", func(t *testing.T) {
+	t.Run("agent: memwho-agent missing, stderr full", func(t *testing.T) {
 		e.plantAgent(t, nil)
 		for _, cmd := range []string{"serve", "record", "leaks", "export"} {
 			tasks, out, code := blockedWrite(t, 2, e.cmd(cmd, "--once"))
@@ -266,7 +266,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 
 	// memwho-agent that is not executable, a directory, a dangling
 	// symlink, a symlink to a root-only file: one error, nothing held.
-	t.Run("review2: broken memwho-agent", func(t *testing.T) {
+	t.Run("agent: broken memwho-agent", func(t *testing.T) {
 		for _, tc := range []struct {
 			name  string
 			plant func(p string) error
@@ -301,7 +301,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 	// would gain privilege: setuid root, or file capabilities. memwho
 	// runs it with no_new_privs, so it gains nothing: `memwho export
 	// SECRET` runs `cat export SECRET` as the user.
-	t.Run("review2: setuid or capability memwho-agent gains nothing", func(t *testing.T) {
+	t.Run("agent: setuid or capability memwho-agent gains nothing", func(t *testing.T) {
 		cat, err := exec.LookPath("cat")
 		if err != nil {
 			t.Skip("no cat")
@@ -347,7 +347,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 
 	// The exec'd memwho-agent is an ordinary process of the user's: the
 	// user may inspect it, and it holds nothing worth having.
-	t.Run("review2: the running memwho-agent holds nothing", func(t *testing.T) {
+	t.Run("agent: the running memwho-agent holds nothing", func(t *testing.T) {
 		own := e.ownDir(t, "rev2-agent")
 		sock := filepath.Join(own, "run", "m.sock")
 		c := e.cmd("serve", "--socket", sock)
@@ -417,7 +417,7 @@ func hostileSnapshot() *sample.Snapshot {
 }
 
 // implausibleSnapshot is what the second review served before
-// snapshot.Check (audit of 2026-11-26): a PID of -1, PIDs out of order,
+// snapshot.Check: a PID of -1, PIDs out of order,
 // negative counts, parts over their RAM. memwho now refuses it with a
 // note and walks /proc.
 func implausibleSnapshot() *sample.Snapshot {
@@ -485,7 +485,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// A snapshot socket the user cannot reach: mode 0666, but in a
 	// root-only 0700 directory. With CAP_DAC_READ_SEARCH effective the
 	// lookup would pass; memwho connects before anything is effective.
-	t.Run("review2: --agent-socket behind a closed directory", func(t *testing.T) {
+	t.Run("agent: --agent-socket behind a closed directory", func(t *testing.T) {
 		closed := e.closedDir(t, "closed-agent-sock")
 		sock, _ := startAgentIn(t, closed, agentSnapshot(time.Now()))
 		os.Chmod(sock, 0o666)
@@ -512,7 +512,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// A hostile server the user runs (or any socket they point memwho
 	// at): every string escaped, every output parseable, no crash. A
 	// snapshot dated in the future is not taken for a fresh one.
-	t.Run("review2: implausible agent snapshot", func(t *testing.T) {
+	t.Run("agent: implausible agent snapshot", func(t *testing.T) {
 		snap := implausibleSnapshot()
 		sock := e.serveSnapshot(t, "implausible-agent", func() (*sample.Snapshot, time.Time, bool) { return snap, snap.Time, true })
 		for _, args := range []string{"--by pid --csv", "--system --json", "watch --plain --count 1"} {
@@ -527,7 +527,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review2: hostile agent snapshot", func(t *testing.T) {
+	t.Run("agent: hostile agent snapshot", func(t *testing.T) {
 		snap := hostileSnapshot()
 		sock := e.serveSnapshot(t, "hostile-agent", func() (*sample.Snapshot, time.Time, bool) { return snap, snap.Time, true })
 		for _, args := range []string{
@@ -583,7 +583,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review2: agent snapshot dated in the future", func(t *testing.T) {
+	t.Run("agent: agent snapshot dated in the future", func(t *testing.T) {
 		snap := agentSnapshot(time.Now().Add(50 * 365 * 24 * time.Hour))
 		sock := e.serveSnapshot(t, "future-agent", func() (*sample.Snapshot, time.Time, bool) { return snap, snap.Time, true })
 		for _, args := range []string{"--by pid", "--by pid --max-age 0.5", "watch --plain --count 1 --by pid"} {
@@ -602,7 +602,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// Every failure path of the agent client: the report's note (after
 	// the walk dropped everything), the "figures from" line, and the
 	// watch that loses its agent, with stderr on a full pipe.
-	t.Run("review2: agent notes with stderr full", func(t *testing.T) {
+	t.Run("agent: agent notes with stderr full", func(t *testing.T) {
 		garbage := e.serveRaw(t, "garbage-agent", []byte("memwho? no: garbage"))
 		huge := e.serveRaw(t, "huge-agent", append([]byte("MWSN\x01\xff\xff\xff\x7f"), make([]byte, 1024)...))
 		good, _ := startAgentIn(t, mustMkdir(t, filepath.Join(e.dir, "good-agent")), agentSnapshot(time.Now()))
@@ -627,7 +627,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// engine takes its capabilities: with stderr full, memwho waits
 	// holding both permitted, none effective (as every frame of a watch
 	// that walks /proc is written with CAP_SYS_PTRACE effective).
-	t.Run("review2: watch's agent note with stderr full", func(t *testing.T) {
+	t.Run("agent: watch's agent note with stderr full", func(t *testing.T) {
 		garbage := e.serveRaw(t, "garbage-agent-w", []byte("garbage"))
 		tasks, out, code := blockedWrite(t, 2, e.cmd("watch", "--plain", "--count", "1", "--agent-socket", garbage))
 		logRun(t, "watch garbage agent", out, code)
@@ -644,7 +644,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// The agent stops answering in the middle of a watch: the watch ends
 	// with one error, holding nothing (it gave everything up when it
 	// chose the agent), and never walks /proc with privilege instead.
-	t.Run("review2: agent gone in the middle of a watch", func(t *testing.T) {
+	t.Run("agent: agent gone in the middle of a watch", func(t *testing.T) {
 		var calls atomic.Int32
 		snap := agentSnapshot(time.Now())
 		sock := e.serveSnapshot(t, "dying-agent", func() (*sample.Snapshot, time.Time, bool) {
@@ -666,7 +666,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// A slow client holds the agent's connections: memwho times out in
 	// a second and walks /proc itself. Run against memwho-agent serve
 	// started by the user (no capability; its own socket).
-	t.Run("review2: slow clients against the snapshot socket", func(t *testing.T) {
+	t.Run("agent: slow clients against the snapshot socket", func(t *testing.T) {
 		own := e.ownDir(t, "rev2-slow")
 		sock := filepath.Join(own, "run", "m.sock")
 		snapSock := filepath.Join(own, "run", "snapshot.sock")
@@ -740,7 +740,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// them under the hiding mount, so root's process stays hidden; an
 	// agent run as root sees, and shows, everything (docs/report.md
 	// calls the group a choice to make on such a host).
-	t.Run("review2: hidepid and the agent's snapshot socket", func(t *testing.T) {
+	t.Run("agent: hidepid and the agent's snapshot socket", func(t *testing.T) {
 		if _, err := exec.LookPath("unshare"); err != nil {
 			t.Skip("unshare (util-linux) is missing")
 		}
@@ -889,7 +889,7 @@ func (e *privEnv) checkContainerNameAttacks(t *testing.T, secret string) {
 		return out
 	}
 
-	t.Run("review2: hostile rootless container name", func(t *testing.T) {
+	t.Run("agent: hostile rootless container name", func(t *testing.T) {
 		reset()
 		if err := os.WriteFile(filepath.Join(storage, "overlay-containers/containers.json"), json1(hostileContainerName), 0o644); err != nil {
 			t.Fatal(err)
@@ -956,7 +956,7 @@ func (e *privEnv) checkContainerNameAttacks(t *testing.T, secret string) {
 			return os.Symlink("/dev/zero", filepath.Join(storage, "overlay-containers/containers.json"))
 		}},
 	} {
-		t.Run("review2: "+tc.name, func(t *testing.T) {
+		t.Run("agent: "+tc.name, func(t *testing.T) {
 			reset()
 			chownAll() // before the plant: a hard link's owner is its target's
 			if err := tc.plant(); err != nil {

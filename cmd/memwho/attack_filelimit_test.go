@@ -16,7 +16,7 @@ import (
 // capability still reaches smaps_rollup (the root-owned target exact),
 // and nothing skipped.
 func (e *privEnv) checkFileLimitAttacks(t *testing.T) {
-	t.Run("review6: low open-file limits in the privileged install", func(t *testing.T) {
+	t.Run("filelimit: low open-file limits in the privileged install", func(t *testing.T) {
 		prlimit, err := exec.LookPath("prlimit")
 		if err != nil {
 			t.Skip("skipping: prlimit (util-linux) not installed")

@@ -26,7 +26,7 @@ func (e *privEnv) checkFileAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("review3: --html and --svg at a link planted to a root-owned file", func(t *testing.T) {
+	t.Run("files: --html and --svg at a link planted to a root-owned file", func(t *testing.T) {
 		mine := e.ownDir(t, "review3-pages")
 		for _, flag := range []string{"--html", "--svg"} {
 			page := filepath.Join(mine, "p"+flag[2:])
@@ -46,7 +46,7 @@ func (e *privEnv) checkFileAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review3: --html in /proc and beside a root-only file", func(t *testing.T) {
+	t.Run("files: --html in /proc and beside a root-only file", func(t *testing.T) {
 		for _, p := range []string{"/proc/sys/vm/drop_caches", "/proc/self/fd/1", "/proc/1/environ", rootOnly, filepath.Join(closed, "new.html")} {
 			for _, args := range [][]string{{"--html", p}, {"--svg", p}, {"leaks", "--html", p, "--db", filepath.Join(e.dir, "none.db")}} {
 				if args[0] != "leaks" {
@@ -70,7 +70,7 @@ func (e *privEnv) checkFileAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review3: diff of root-only snapshot files and history", func(t *testing.T) {
+	t.Run("files: diff of root-only snapshot files and history", func(t *testing.T) {
 		link := filepath.Join(e.ownDir(t, "review3-diff"), "link")
 		os.Symlink(rootOnly, link)
 		for _, args := range [][]string{

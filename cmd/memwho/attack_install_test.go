@@ -118,7 +118,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 
 	// The installed file: exactly the two capabilities, effective and
 	// permitted, nothing inheritable; not runnable outside the group.
-	t.Run("review: installed file and who may run it", func(t *testing.T) {
+	t.Run("install: installed file and who may run it", func(t *testing.T) {
 		if _, err := exec.LookPath("getcap"); err != nil {
 			t.Skip("getcap (libcap2-bin) is missing")
 		}
@@ -146,7 +146,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// policy compares the flag's value, so it must keep nothing (and
 	// so show estimates for root's process) rather than resolve paths
 	// with capabilities.
-	t.Run("review: /proc spellings keep no capability", func(t *testing.T) {
+	t.Run("install: /proc spellings keep no capability", func(t *testing.T) {
 		for _, p := range []string{"/proc/", "/proc/.", "//proc", "/proc/../proc", "/proc/self/..", "/proc/1/.."} {
 			out, code := e.runSh(t, nil, `exec "$M" --by pid -p `+target+` --json --proc `+p)
 			logRun(t, p, out, code)
@@ -164,7 +164,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// namespace the user made, but only over that namespace; as its
 	// "root" memwho thinks it runs as root and drops nothing. None of
 	// that may reach the host's root-owned processes or files.
-	t.Run("review: user namespace", func(t *testing.T) {
+	t.Run("install: user namespace", func(t *testing.T) {
 		if !e.unshareWorks(t) {
 			t.Skip("the test user cannot create user namespaces here")
 		}
@@ -212,12 +212,12 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// its whole run): the user must not get at it — no ptrace, no
 	// memory, no environ, no fds, no core dump, no traceback — and it
 	// must hold exactly what the policy says on every thread.
-	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
+	t.Run("install: running watch is not the user's to inspect", e.checkWatchInspect)
 
 	// Environment variables that name files, read lazily by the Go
 	// library while watch --conns holds CAP_DAC_READ_SEARCH: a zone file
 	// behind a 0700 directory must not be loaded.
-	t.Run("review: TZ and ZONEINFO naming a closed file", func(t *testing.T) {
+	t.Run("install: TZ and ZONEINFO naming a closed file", func(t *testing.T) {
 		zone := "/usr/share/zoneinfo/Asia/Kathmandu"
 		if _, err := os.Stat(zone); err != nil {
 			t.Skip("no tzdata")
@@ -250,7 +250,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 
 	// The agent's and the history commands' paths, from the
 	// capability binary: each is opened as the user.
-	t.Run("review: serve socket and web-config paths", func(t *testing.T) {
+	t.Run("install: serve socket and web-config paths", func(t *testing.T) {
 		own := e.ownDir(t, "own-serve")
 		closed := e.closedDir(t, "closed-serve")
 		rootFile := filepath.Join(e.dir, "root-regular")
@@ -294,7 +294,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review: history database and output paths", func(t *testing.T) {
+	t.Run("install: history database and output paths", func(t *testing.T) {
 		own := e.ownDir(t, "own-hist")
 		db := filepath.Join(own, "h.db")
 		if out, code := e.runSh(t, nil, `exec "$M" record --once --db `+db); code != 0 {
@@ -381,7 +381,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// output of every command: no raw escape, BEL, bidi override, C1
 	// control or invalid UTF-8 reaches the terminal, and the row is on
 	// one line.
-	t.Run("review: hostile script name in every output", func(t *testing.T) {
+	t.Run("install: hostile script name in every output", func(t *testing.T) {
 		dir := mustMkdir(t, filepath.Join(e.dir, "hostile-script"))
 		pid := startRootScript(t, dir, hostileScriptName, 0)
 		p := strconv.Itoa(pid)
@@ -424,7 +424,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// Cgroup names are chosen by whoever may create cgroups (a
 	// delegated subtree): the same hostile name as a cgroup, through
 	// --by cgroup, the agent and the history.
-	t.Run("review: hostile cgroup name", func(t *testing.T) {
+	t.Run("install: hostile cgroup name", func(t *testing.T) {
 		// (The kernel refuses a newline in a cgroup's name.)
 		const cgName = "\u202eevil\x1b]0;pwn\x07\x9b31m\tcg"
 		pid := startRootScript(t, mustMkdir(t, filepath.Join(e.dir, "cg-script")), "cg.sh", 0)
@@ -490,7 +490,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	// Regular expressions the user writes: Go's RE2 is linear, and a
 	// huge compiled program is refused; none may hang the privileged
 	// scan.
-	t.Run("review: --filter regular expressions", func(t *testing.T) {
+	t.Run("install: --filter regular expressions", func(t *testing.T) {
 		for _, re := range []string{
 			`(a*)*$`, `(((a+)+)+)+b`, `(x+x+)+y`, `a{1000}{1000}`, `((a{100}){100}){100}`,
 			`(?i)` + strings.Repeat(`[a-z]?`, 1000) + strings.Repeat("a", 1000),
@@ -506,7 +506,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 
 	// A process with a command line of several MiB (any user can make
 	// one): read up to the cap, named, never a hang nor a huge row.
-	t.Run("review: huge command line", func(t *testing.T) {
+	t.Run("install: huge command line", func(t *testing.T) {
 		dir := mustMkdir(t, filepath.Join(e.dir, "hugecmd"))
 		// 40 arguments of 120 KiB (each under MAX_ARG_STRLEN): 4.8 MiB,
 		// over MaxSmallFile.
@@ -531,7 +531,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 
 	// The report's capabilities are gone at its first write whatever
 	// the options: --conns (both capabilities), --sandbox, --system.
-	t.Run("review: report options, capabilities at the first write", func(t *testing.T) {
+	t.Run("install: report options, capabilities at the first write", func(t *testing.T) {
 		e.capsAtWrite(t, 1, "--conns", "--by", "pid")
 		e.capsAtWrite(t, 1, "--conns", "--sandbox", "--by", "pid")
 		e.capsAtWrite(t, 1, "--system", "--json", "--conns")
@@ -539,13 +539,13 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 	})
 	// The --sandbox warning goes to stderr: a pipe the user lets fill
 	// up blocks memwho there. It must not hold a capability then.
-	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
+	t.Run("install: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--by", "pid")
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})
 	// The notice that a hidepid= mount is read with the user's own
 	// rights goes to stderr too, before the capabilities are dropped.
-	t.Run("review: hidepid notice written with capabilities", func(t *testing.T) {
+	t.Run("install: hidepid notice written with capabilities", func(t *testing.T) {
 		if _, err := exec.LookPath("unshare"); err != nil {
 			t.Skip("unshare (util-linux) is missing")
 		}

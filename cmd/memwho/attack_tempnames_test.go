@@ -16,7 +16,7 @@ import (
 // files, and the user writes a snapshot and pages there with
 // capabilities permitted.
 func (e *privEnv) checkTempNameAttacks(t *testing.T) {
-	t.Run("review5: temporary names planted in a shared sticky directory", func(t *testing.T) {
+	t.Run("tempnames: temporary names planted in a shared sticky directory", func(t *testing.T) {
 		shared := mustMkdir(t, filepath.Join(e.dir, "review5-tmp"))
 		if err := os.Chmod(shared, 0o1777); err != nil {
 			t.Fatal(err)

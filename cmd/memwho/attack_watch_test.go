@@ -93,7 +93,7 @@ func (e *privEnv) checkWatchAttacks(t *testing.T) {
 		return c
 	}
 
-	t.Run("review4: hostile names in the live view with capabilities", func(t *testing.T) {
+	t.Run("watch: hostile names in the live view with capabilities", func(t *testing.T) {
 		for _, flags := range [][]string{nil, {"--conns"}} {
 			w := startPtyCmd(t, watch(flags...), ptyOpts{})
 			from := w.waitOutput(0, "total")
@@ -122,7 +122,7 @@ func (e *privEnv) checkWatchAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review4: SIGTERM while the terminal takes no output, capabilities held", func(t *testing.T) {
+	t.Run("watch: SIGTERM while the terminal takes no output, capabilities held", func(t *testing.T) {
 		for _, flags := range [][]string{nil, {"--conns"}} {
 			w := startPtyCmd(t, watch(flags...), ptyOpts{})
 			w.waitOutput(0, "total")
@@ -153,7 +153,7 @@ func (e *privEnv) checkWatchAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("review4: keys from /dev/tty, and none (setsid), with capabilities", func(t *testing.T) {
+	t.Run("watch: keys from /dev/tty, and none (setsid), with capabilities", func(t *testing.T) {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func (e *privEnv) checkWatchAttacks(t *testing.T) {
 			t.Errorf("without a controlling terminal: exit %d, %q; want 1 and one line", code, out)
 		}
 	})
-	t.Run("review4: /dev/tty replaced in a user and mount namespace", func(t *testing.T) {
+	t.Run("watch: /dev/tty replaced in a user and mount namespace", func(t *testing.T) {
 		if !e.unshareWorks(t) {
 			t.Skip("unshare -Urm is not allowed to the test user here")
 		}

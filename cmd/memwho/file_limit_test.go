@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestSystemFileTable (review6): another user fills the system's
+// TestSystemFileTable: another user fills the system's
 // file table (fs.file-max; only CAP_SYS_ADMIN is exempt, which a normal
 // user's memwho, capabilities or not, lacks) while a normal user's
 // `memwho watch` runs. It must not die: it did, after the first snapshot,
@@ -94,7 +94,7 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
-// TestLowFileLimitCommands (review6): every scanning command under
+// TestLowFileLimitCommands: every scanning command under
 // a low open-file limit (prlimit --nofile=N:N, N from the lowest accepted
 // up), reading 60 processes (watch: every process): no crash, exit 0,
 // every process listed in every snapshot (none skipped or lost for want

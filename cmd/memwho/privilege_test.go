@@ -744,10 +744,10 @@ func TestPrivilegedSetuid(t *testing.T) {
 	t.Run("capabilities and root gone at the first write", e.checkDroppedAtWrite)
 	e.checkUserPaths(t)
 	// From the security review (docs/safe.md, "An adversarial review").
-	t.Run("review: running watch is not the user's to inspect", e.checkWatchInspect)
+	t.Run("install: running watch is not the user's to inspect", e.checkWatchInspect)
 	// The second review (docs/safe.md, "A second adversarial review").
 	e.checkAgentExec(t)
-	t.Run("review: --sandbox warning written with capabilities", func(t *testing.T) {
+	t.Run("install: --sandbox warning written with capabilities", func(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})
 	e.checkReader(t)

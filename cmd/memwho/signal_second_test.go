@@ -20,7 +20,7 @@ import (
 // answers, up to 1 s) with its temporary file open. The first signal
 // ends the context; the second, after cli.InterruptibleOnce gave the
 // signals their default action back, killed the run there and left
-// the temporary file (review9). The second now removes the temporary
+// the temporary file. The second now removes the temporary
 // files before it ends the run: nothing is left, nothing published
 // but a whole CPU profile (the run's first signal publishes it, as
 // before).

@@ -198,7 +198,7 @@ func (w *ptyWatch) checkRestored(what string, screen bool) {
 func TestWatchSignals(t *testing.T) {
 	bin := realMemwho(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		t.Run("review4: "+sig.String()+" before the first frame", func(t *testing.T) {
+		t.Run(sig.String()+" before the first frame", func(t *testing.T) {
 			w := startPtyWatch(t, ptyOpts{bin: bin})
 			// At once: anywhere from before Open to the first frame.
 			w.cmd.Process.Signal(sig)
@@ -209,7 +209,7 @@ func TestWatchSignals(t *testing.T) {
 			}
 			w.checkRestored(sig.String(), true)
 		})
-		t.Run("review4: "+sig.String()+" while running", func(t *testing.T) {
+		t.Run(sig.String()+" while running", func(t *testing.T) {
 			w := startPtyWatch(t, ptyOpts{bin: bin})
 			w.waitOutput(0, "total")
 			w.cmd.Process.Signal(sig)
@@ -218,7 +218,7 @@ func TestWatchSignals(t *testing.T) {
 			}
 			w.checkRestored(sig.String(), true)
 		})
-		t.Run("review4: "+sig.String()+" while the terminal takes no output", func(t *testing.T) {
+		t.Run(sig.String()+" while the terminal takes no output", func(t *testing.T) {
 			w := startPtyWatch(t, ptyOpts{bin: bin})
 			w.waitOutput(0, "total")
 			w.setReading(false)
@@ -309,7 +309,7 @@ func cpuTicks(t *testing.T, pid int) int {
 
 func TestWatchTerminal(t *testing.T) {
 	bin := realMemwho(t)
-	t.Run("review4: the terminal hung up (master closed)", func(t *testing.T) {
+	t.Run("the terminal hung up (master closed)", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		w.master.Close()
@@ -318,7 +318,7 @@ func TestWatchTerminal(t *testing.T) {
 		}
 	})
 
-	t.Run("review4: keys from /dev/tty when standard input is /dev/null", func(t *testing.T) {
+	t.Run("keys from /dev/tty when standard input is /dev/null", func(t *testing.T) {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
 			t.Fatal(err)
@@ -372,7 +372,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("/dev/tty", true)
 	})
 
-	t.Run("review4: /dev/tty only when standard input is not the terminal", func(t *testing.T) {
+	t.Run("/dev/tty only when standard input is not the terminal", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		pid := strconv.Itoa(w.cmd.Process.Pid)
@@ -387,7 +387,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.wait(10 * time.Second)
 	})
 
-	t.Run("review4: no controlling terminal (setsid) and standard input redirected", func(t *testing.T) {
+	t.Run("no controlling terminal (setsid) and standard input redirected", func(t *testing.T) {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
 			t.Fatal(err)
@@ -410,7 +410,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("no ctty", false)
 	})
 
-	t.Run("review4: standard output closed", func(t *testing.T) {
+	t.Run("standard output closed", func(t *testing.T) {
 		// The Go runtime opens /dev/null on a closed descriptor 0-2
 		// (checkfds): no file memwho opens later becomes its output.
 		// /dev/null is no terminal: the plain snapshots, to nowhere.
@@ -427,7 +427,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("stdout closed", false)
 	})
 
-	t.Run("review4: SIGSTOP and SIGCONT", func(t *testing.T) {
+	t.Run("SIGSTOP and SIGCONT", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		w.cmd.Process.Signal(syscall.SIGSTOP)
@@ -455,7 +455,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("stop", true)
 	})
 
-	t.Run("review4: SIGTSTP gives the terminal back, SIGCONT takes it again", func(t *testing.T) {
+	t.Run("SIGTSTP gives the terminal back, SIGCONT takes it again", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		from := len(w.output())
@@ -483,7 +483,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("SIGTSTP, SIGCONT, q", true)
 	})
 
-	t.Run("review4: a storm of resizes and keys", func(t *testing.T) {
+	t.Run("a storm of resizes and keys", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		pid := w.cmd.Process.Pid
@@ -518,7 +518,7 @@ func TestWatchTerminal(t *testing.T) {
 		w.checkRestored("storm", true)
 	})
 
-	t.Run("review4: idle view uses no CPU", func(t *testing.T) {
+	t.Run("idle view uses no CPU", func(t *testing.T) {
 		w := startPtyWatch(t, ptyOpts{bin: bin, args: []string{"--interval", "1h"}})
 		w.waitOutput(0, "total")
 		time.Sleep(200 * time.Millisecond)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestPlantedNames (review5): temporary names come from the
+// TestPlantedNames: temporary names come from the
 // runtime's generator (math/rand/v2), not crypto/rand. An attacker who
 // guessed every name Create tries (simulated by an OpenFunc that plants
 // something at each before it is opened) gets only a failure: a symlink
@@ -86,7 +86,7 @@ func TestPlantedNames(t *testing.T) {
 	}
 }
 
-// TestNamesDifferAcrossProcesses (review5): the generator is
+// TestNamesDifferAcrossProcesses: the generator is
 // seeded per process by the runtime, so two runs of the same binary (as
 // two memwho runs are) never start from the same names.
 func TestNamesDifferAcrossProcesses(t *testing.T) {

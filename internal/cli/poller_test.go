@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestStartPollerRefuses (review6): when the kernel would refuse
+// TestStartPollerRefuses: when the kernel would refuse
 // the runtime's poller (here: RLIMIT_NOFILE at what is open, EMFILE; in
 // the attack, another user filling fs.file-max, ENFILE), StartPoller
 // returns an error for one line on stderr, where the runtime would die

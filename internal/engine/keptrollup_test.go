@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
 }
 `
 
-// TestKeptRollupSharedMM (review5): a process whose smaps_rollup
+// TestKeptRollupSharedMM: a process whose smaps_rollup
 // descriptor was kept execs while another task still shares its old
 // address space. The descriptor is bound to that address space, not to
 // the process, and still reads: the exec'd process must be shown with
@@ -192,7 +192,7 @@ func sharedMMExec(t *testing.T, bin string, args []string, name string, late int
 	}
 }
 
-// TestKeptRollupPIDReuse (review5): a process whose smaps_rollup
+// TestKeptRollupPIDReuse: a process whose smaps_rollup
 // descriptor is kept exits, and another user's process is given its PID
 // (forced with ns_last_pid). The new process is shown with its own
 // figures and name, never the old record's, and the old descriptor is
@@ -250,7 +250,7 @@ func TestKeptRollupPIDReuse(t *testing.T) {
 	}
 }
 
-// TestKeptRollupFewDescriptors (review5): with RLIMIT_NOFILE at 64
+// TestKeptRollupFewDescriptors: with RLIMIT_NOFILE at 64
 // (MaxHeld 32) and more processes than that, or fewer, the statm and
 // smaps_rollup descriptors together stay within MaxHeld, and every
 // process is still read exactly, by path when none is left.
@@ -319,7 +319,7 @@ func TestKeptRollupFewDescriptors(t *testing.T) {
 	}
 }
 
-// TestKeptRollupLeaderExits (review5): the main thread of a
+// TestKeptRollupLeaderExits: the main thread of a
 // process whose descriptor is kept exits while another thread runs on
 // (a zombie leader). The process is still shown, with its figures, read
 // through the live thread; the leader's descriptor is given back.

@@ -26,7 +26,7 @@ func keptFD(t *testing.T, r *Reader, pid int) int {
 	return fd
 }
 
-// TestKeptFDSetuidExec (review5): another user's process, whose
+// TestKeptFDSetuidExec: another user's process, whose
 // smaps_rollup descriptor a privileged watch keeps, execs a setuid-root
 // program. The descriptor must not show the root process's memory: the
 // old address space is gone, and the read fails.
@@ -104,7 +104,7 @@ func containsLine(s, prefix string) bool {
 	return false
 }
 
-// TestKeptFDNotDumpable (review5): a process that makes itself
+// TestKeptFDNotDumpable: a process that makes itself
 // non-dumpable without an exec keeps its address space, and the kept
 // descriptor goes on reading it (docs/safe.md says so): the same totals
 // of the same process, which the open was allowed to read.

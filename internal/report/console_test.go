@@ -62,7 +62,7 @@ func TestWarnHintPrivileged(t *testing.T) {
 }
 
 // TestWarnHintFile: a snapshot file's refused walks were its taker's:
-// root reading it is not told "even root may not" (audit, 2026-11-26).
+// root reading it is not told "even root may not".
 func TestWarnHintFile(t *testing.T) {
 	procs := []sample.Process{{PID: 1, Accuracy: sample.Estimate, Cause: sample.CauseDenied}}
 	snap := &sample.Snapshot{Procs: procs, Denied: 1}

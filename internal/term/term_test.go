@@ -122,7 +122,7 @@ func TestOpenNotTerminal(t *testing.T) {
 	}
 }
 
-// review4: a terminal whose master side nobody reads. A Write blocks;
+// A terminal whose master side nobody reads. A Write blocks;
 // Restore must not block behind it (it leaves out its own write) and
 // still puts the input's settings back.
 func TestRestoreWhileWriteBlocked(t *testing.T) {
@@ -168,7 +168,7 @@ func TestRestoreWhileWriteBlocked(t *testing.T) {
 	// the write with EIO.
 }
 
-// review4: job control. Suspend gives the terminal back as Restore does;
+// Job control. Suspend gives the terminal back as Restore does;
 // Continue takes it again: after Suspend as Open did, after a stop it
 // did not see (SIGSTOP, a shell restoring its own settings) the raw
 // mode and the modes again, without a second title push.
@@ -218,7 +218,7 @@ func TestSuspendContinue(t *testing.T) {
 	}
 }
 
-// review4: the input's descriptor closed under the reader (poll then
+// The input's descriptor closed under the reader (poll then
 // answers POLLNVAL at once, for ever): Read fails, it does not spin.
 func TestReadClosedInput(t *testing.T) {
 	_, slave := termtest.OpenPTY(t, 100, 24)
@@ -254,7 +254,7 @@ func TestReadClosedInput(t *testing.T) {
 	}
 }
 
-// review4: Suspend's own write blocked (the terminal stopped taking
+// Suspend's own write blocked (the terminal stopped taking
 // output just then): Restore must not block behind it either.
 func TestRestoreWhileSuspendBlocked(t *testing.T) {
 	_, slave := termtest.OpenPTY(t, 100, 24)

@@ -338,7 +338,7 @@ func TestScanLoop(t *testing.T) {
 	}
 }
 
-// review4: pastes and keys add up at the filter prompt. Each paste is
+// Pastes and keys add up at the filter prompt. Each paste is
 // bounded by the decoder; the prompt now is too, cut at a character.
 func TestPromptBounded(t *testing.T) {
 	m := testModel(t, 80, 24, 3, Options{})

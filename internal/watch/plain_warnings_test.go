@@ -10,7 +10,7 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// TestRunPlainWarnings (review6): the skipped-process warning of
+// TestRunPlainWarnings: the skipped-process warning of
 // plain watch can be neither hidden nor made to flood. A count that
 // comes back after a clean snapshot is warned again (a steady count once:
 // the message would be the same); an attacker who makes the count change

@@ -428,7 +428,7 @@ func TestReadTimes(t *testing.T) {
 	}
 }
 
-// review4: another user renames processes (comm, cgroups) at every scan:
+// Another user renames processes (comm, cgroups) at every scan:
 // every grouping's history keeps only the groups of the last snapshot,
 // so a watch that runs for days does not grow with names long gone.
 func TestTrackerForgetsChurningNames(t *testing.T) {

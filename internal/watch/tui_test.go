@@ -193,7 +193,7 @@ func TestRunEnds(t *testing.T) {
 	}
 }
 
-// review4: a terminal that takes no output (a stalled connection, a
+// A terminal that takes no output (a stalled connection, a
 // master side nobody reads) blocked the loop in its write, where neither
 // SIGTERM/SIGINT (the context) nor SIGHUP was seen: the view, holding
 // CAP_SYS_PTRACE in the privileged install, ran until SIGKILL. The
@@ -229,7 +229,7 @@ func TestRunStuckTerminal(t *testing.T) {
 	}
 }
 
-// review4: a slow terminal (each write takes a while) still gets every
+// A slow terminal (each write takes a while) still gets every
 // frame's changes: frames made while one is written are not lost, the
 // latest is drawn after it.
 func TestRunSlowTerminal(t *testing.T) {
@@ -265,10 +265,10 @@ func (s *slowSampler) Scan(snap *sample.Snapshot) error {
 	return s.fakeSampler.Scan(snap)
 }
 
-// review4: SIGTERM (the context's end) in the middle of a long scan: the
+// SIGTERM (the context's end) in the middle of a long scan: the
 // terminal is given back at once, and run returns only once the scan is
 // over (the sampler is closed after it).
-// The same for a hang-up (review 15).
+// The same for a hang-up.
 func TestRunEndsDuringScan(t *testing.T) {
 	for _, hangup := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -276,7 +276,7 @@ var hostileViewNames = []string{
 	strings.Repeat("数", 2000),
 }
 
-// review4: hostile names in the live view at many widths: no escape
+// Hostile names in the live view at many widths: no escape
 // sequence but the view's own SGR styles, no C1 or bidi control, no
 // line wider than the terminal, in every state of the status line.
 func TestViewHostileNames(t *testing.T) {
@@ -327,7 +327,7 @@ func BenchmarkKeyFrame(b *testing.B) {
 	}
 }
 
-// review4: sizes a terminal (or anyone with its descriptor, TIOCSWINSZ)
+// Sizes a terminal (or anyone with its descriptor, TIOCSWINSZ)
 // can report, from none to 65535×65535 cells: the view fits them and
 // stays bounded (rows are as many as the groups, not the height).
 func TestViewExtremeSizes(t *testing.T) {
