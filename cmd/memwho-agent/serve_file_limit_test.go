@@ -21,10 +21,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// r12AgentBin returns this test binary under the name memwho-agent (a
+// builtAgent returns this test binary under the name memwho-agent (a
 // symlink in a temporary directory), which runs as the agent; it skips
 // without prlimit, which every test using it runs the agent under.
-func r12AgentBin(t *testing.T) string {
+func builtAgent(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skip("skipping: prlimit not installed (util-linux)")
@@ -36,13 +36,13 @@ func r12AgentBin(t *testing.T) string {
 	return bin
 }
 
-// r12Serve runs memwho-agent serve (this test binary, by that name)
+// serveUnderLimit runs memwho-agent serve (this test binary, by that name)
 // under prlimit --nofile=nofile with args, until it says it serves
 // snapshots, and returns its stderr; the agent is stopped at the test's
 // end. It skips without prlimit.
-func r12Serve(t *testing.T, nofile string, args ...string) *syncBuffer {
+func serveUnderLimit(t *testing.T, nofile string, args ...string) *syncBuffer {
 	t.Helper()
-	bin := r12AgentBin(t)
+	bin := builtAgent(t)
 	var stderr syncBuffer
 	cmd := exec.Command("prlimit", append([]string{"--nofile=" + nofile, bin, "serve"}, args...)...)
 	cmd.Stderr = &stderr
@@ -86,7 +86,7 @@ func TestServeSoftLimitRaised(t *testing.T) {
 	}
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()
-	r12Serve(t, "100:"+strconv.FormatUint(hard, 10), "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
+	serveUnderLimit(t, "100:"+strconv.FormatUint(hard, 10), "--proc", root, "--conns=false", "--socket", filepath.Join(dir, "m.sock"), "--listen", "127.0.0.1:0", "--no-auth")
 }
 
 // TestListenersFullAtLimit: the open-file limit exactly what the
@@ -99,8 +99,8 @@ func TestListenersFullAtLimit(t *testing.T) {
 	dir := t.TempDir()
 	sock, snap := filepath.Join(dir, "m.sock"), filepath.Join(dir, "snapshot.sock")
 	const maxConns = 4
-	files := 2*(1+maxConns+1) + 1 + 8 + r13OpenAlready(t, root)
-	stderr := r12Serve(t, strconv.Itoa(files+16), "--proc", root, "--conns=false", "--min-interval", "100ms",
+	files := 2*(1+maxConns+1) + 1 + 8 + openAlready(t, root)
+	stderr := serveUnderLimit(t, strconv.Itoa(files+16), "--proc", root, "--conns=false", "--min-interval", "100ms",
 		"--socket", sock, "--listen", "127.0.0.1:0", "--no-auth", "--max-connections", strconv.Itoa(maxConns))
 	m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/metrics`).FindStringSubmatch(stderr.String())
 	if m == nil {
@@ -144,13 +144,13 @@ func TestListenersFullAtLimit(t *testing.T) {
 	}
 }
 
-// r13OpenAlready returns how many descriptors serve holds before it
+// openAlready returns how many descriptors serve holds before it
 // listens, run as this test does (the standard three, the Go runtime's
 // poller and cgroup files, and whatever this test inherited), read from
 // its refusal at a limit of 20.
-func r13OpenAlready(t *testing.T, root string) int {
+func openAlready(t *testing.T, root string) int {
 	t.Helper()
-	bin := r12AgentBin(t)
+	bin := builtAgent(t)
 	out, _ := exec.Command("prlimit", "--nofile=20:20", bin, "serve", "--proc", root, "--conns=false", "--socket", filepath.Join(t.TempDir(), "m.sock")).CombinedOutput()
 	m := regexp.MustCompile(`, (\d+) are open already and the walk needs 16 more`).FindSubmatch(out)
 	if m == nil {
@@ -168,9 +168,9 @@ func r13OpenAlready(t *testing.T, root string) int {
 // what it holds anyway and the walk's 16, but not the 40: refused before
 // any socket exists, naming the 40 more open. Before, only the listeners
 // counted, and the 40 came out of the walk's share. What it holds anyway
-// is read from a first run's refusal (r13OpenAlready).
+// is read from a first run's refusal (openAlready).
 func TestInheritedRefused(t *testing.T) {
-	bin := r12AgentBin(t)
+	bin := builtAgent(t)
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "m.sock")
@@ -214,7 +214,7 @@ func TestInheritedRefused(t *testing.T) {
 	}
 	// The socket, its 64 connections and one waiting, the snapshot
 	// socket's 1+8: 75.
-	base := r13OpenAlready(t, root)
+	base := openAlready(t, root)
 	limit := 75 + base + 16
 	out, err := run(limit, 40)
 	if err == nil {

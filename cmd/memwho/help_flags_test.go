@@ -16,9 +16,9 @@ import (
 // The sixteenth review (docs/safe.md): the audit's fixes of 2026-11-26,
 // as memwho's command line meets them.
 
-// r16Run runs memwho with args and returns stdout, stderr's lines and
+// runMemwho runs memwho with args and returns stdout, stderr's lines and
 // the exit code.
-func r16Run(args ...string) (string, []string, int) {
+func runMemwho(args ...string) (string, []string, int) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return stdout.String(), strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"), code
@@ -83,7 +83,7 @@ func TestHelpCommand(t *testing.T) {
 		{[]string{"help", "\x1b]0;x\x07"}, 2, "", nil},
 	} {
 		execs = nil
-		stdout, stderr, code := r16Run(tc.args...)
+		stdout, stderr, code := runMemwho(tc.args...)
 		if code != tc.code {
 			t.Errorf("%q: exit %d, want %d: %q", tc.args, code, tc.code, stderr)
 			continue
@@ -144,7 +144,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--from", "f", "--proc", "/proc"}, "--from excludes --proc", ""},
 		{[]string{"watch", "--from", "f", "--fast"}, "--from excludes --fast", "watch"},
 	} {
-		stdout, stderr, code := r16Run(tc.args...)
+		stdout, stderr, code := runMemwho(tc.args...)
 		hint := "memwho: hint: see 'memwho --help'"
 		if tc.hint != "" {
 			hint = "memwho: hint: see 'memwho " + tc.hint + " --help'"
@@ -169,7 +169,7 @@ func TestBoolFalseNoConflict(t *testing.T) {
 		{[]string{"--total=false", "--system=true"}, "System ledger"},
 		{[]string{"-t", "--system=false"}, ""},
 	} {
-		stdout, stderr, code := r16Run(append([]string{"--proc", root}, tc.args...)...)
+		stdout, stderr, code := runMemwho(append([]string{"--proc", root}, tc.args...)...)
 		if code != 0 {
 			t.Errorf("%q: exit %d: %q", tc.args, code, stderr)
 			continue

@@ -10,10 +10,10 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// pacedSnap is r17Snap with both processes read page by page, their
+// pacedSnap is plausibleSnap with both processes read page by page, their
 // bounds set by bounds.
 func pacedSnap(taken time.Time, bounds func(p []sample.Process)) *sample.Snapshot {
-	return r17Snap(taken, func(s *sample.Snapshot) {
+	return plausibleSnap(taken, func(s *sample.Snapshot) {
 		for i := range s.Procs {
 			s.Procs[i].Accuracy, s.Procs[i].Cause = sample.Estimate, sample.CausePaced
 			s.Procs[i].Bound = 1 << 20

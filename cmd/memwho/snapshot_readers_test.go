@@ -25,8 +25,8 @@ import (
 // 2026-11-26 (stdin snapshots, snapshot.Check, the stale note, a --fast
 // agent refused), as memwho's command line meets them.
 
-// r17Snap is agentSnapshot with PIDs from 1, spoilt by spoil.
-func r17Snap(taken time.Time, spoil func(s *sample.Snapshot)) *sample.Snapshot {
+// plausibleSnap is agentSnapshot with PIDs from 1, spoilt by spoil.
+func plausibleSnap(taken time.Time, spoil func(s *sample.Snapshot)) *sample.Snapshot {
 	s := agentSnapshot(taken)
 	s.Procs[0].PID, s.Procs[1].PID = 1, 2
 	if spoil != nil {
@@ -35,10 +35,10 @@ func r17Snap(taken time.Time, spoil func(s *sample.Snapshot)) *sample.Snapshot {
 	return s
 }
 
-// r17Spoilt are snapshots that passed snapshot.Check before the review
+// spoiltSnaps are snapshots that passed snapshot.Check before the review
 // and printed impossible figures (TestCheckSpoilt in
 // internal/snapshot).
-var r17Spoilt = map[string]func(s *sample.Snapshot){
+var spoiltSnaps = map[string]func(s *sample.Snapshot){
 	// "10.0 MiB + 10.0 MiB = 10.0 MiB"
 	"private + shared over ram": func(s *sample.Snapshot) { s.Procs[0].Private, s.Procs[0].Shared = 10<<20, 10<<20 },
 	// a swap total of 16.0 EiB, diffed as "-1 B" beside "grew"
@@ -58,9 +58,9 @@ var r17Spoilt = map[string]func(s *sample.Snapshot){
 // figures printed).
 func TestSpoiltSnapshotReaders(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	good := writeSnap(t, r17Snap(now, nil), now)
-	for name, spoil := range r17Spoilt {
-		s := r17Snap(now, spoil)
+	good := writeSnap(t, plausibleSnap(now, nil), now)
+	for name, spoil := range spoiltSnaps {
+		s := plausibleSnap(now, spoil)
 		bad := writeSnap(t, s, now)
 		for _, args := range [][]string{
 			{"--from", bad, "--by", "pid"},
@@ -100,7 +100,7 @@ func withStdin(t *testing.T, in *os.File, f func()) {
 // HELD.
 func TestFromStdin(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	good := writeSnap(t, r17Snap(now, nil), now)
+	good := writeSnap(t, plausibleSnap(now, nil), now)
 	open := func(path string) *os.File {
 		f, err := os.Open(path)
 		if err != nil {
@@ -185,7 +185,7 @@ func TestInterruptWhileReading(t *testing.T) {
 	bin := realMemwho(t)
 	dir := t.TempDir()
 	now := time.Now().Truncate(time.Second)
-	good := writeSnap(t, r17Snap(now, nil), now)
+	good := writeSnap(t, plausibleSnap(now, nil), now)
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -247,8 +247,8 @@ func TestWatchFastAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
-	exact := r17Snap(time.Now(), nil)
-	fast := r17Snap(time.Now(), func(s *sample.Snapshot) {
+	exact := plausibleSnap(time.Now(), nil)
+	fast := plausibleSnap(time.Now(), func(s *sample.Snapshot) {
 		for i := range s.Procs {
 			s.Procs[i].Accuracy, s.Procs[i].Cause = sample.Estimate, sample.CauseNone
 		}
@@ -288,7 +288,7 @@ func TestStaleNote(t *testing.T) {
 		{"max int64 seconds", time.Unix(math.MaxInt64, 999999999), 1 << 63},
 		{"min int64 seconds", time.Unix(math.MinInt64, 0), 1},
 	} {
-		s := r17Snap(time.Now(), nil)
+		s := plausibleSnap(time.Now(), nil)
 		s.Oldest, s.StaleBound = tc.oldest, tc.bound
 		// Through the codec, as an agent would send it.
 		var got sample.Snapshot

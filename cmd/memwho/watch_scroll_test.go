@@ -19,16 +19,16 @@ import (
 // binary to try instead of one built from this tree (to run these
 // against an older build).
 
-func r15Binary(t *testing.T) string {
+func watchBinary(t *testing.T) string {
 	if bin := os.Getenv("MEMWHO_WATCHTEST_BINARY"); bin != "" {
 		return bin
 	}
 	return realMemwho(t)
 }
 
-// r15Cmd is memwho watch on the fake /proc with args, started through
+// watchCmd is memwho watch on the fake /proc with args, started through
 // bash with SIGHUP ignored when nohup.
-func r15Cmd(t *testing.T, bin string, nohup bool, args ...string) *exec.Cmd {
+func watchCmd(t *testing.T, bin string, nohup bool, args ...string) *exec.Cmd {
 	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
 	args = append([]string{"watch", "--proc", root, "--interval", "100ms"}, args...)
 	var c *exec.Cmd
@@ -64,14 +64,14 @@ func TestWatchScrollAndHangup(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
-	bin := r15Binary(t)
+	bin := watchBinary(t)
 
 	// Under nohup the live view leaves SIGHUP ignored: two SIGHUPs
 	// after the first frame leave it running (they ended it, while one
 	// before the first frame did not); q ends it, restored. A real
 	// hang-up (the master closed) ends it by EIO, status 0.
 	t.Run("nohup: SIGHUP ignored while running, q", func(t *testing.T) {
-		w := startPtyCmd(t, r15Cmd(t, bin, true), ptyOpts{bin: bin})
+		w := startPtyCmd(t, watchCmd(t, bin, true), ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		if !sigIgnored(t, w.cmd.Process.Pid, syscall.SIGHUP) {
 			t.Error("SIGHUP not ignored while the view runs")
@@ -90,7 +90,7 @@ func TestWatchScrollAndHangup(t *testing.T) {
 		w.checkRestored("q after ignored SIGHUPs", true)
 	})
 	t.Run("nohup: the terminal hangs up", func(t *testing.T) {
-		w := startPtyCmd(t, r15Cmd(t, bin, true), ptyOpts{bin: bin})
+		w := startPtyCmd(t, watchCmd(t, bin, true), ptyOpts{bin: bin})
 		w.waitOutput(0, "total")
 		w.master.Close()
 		if code := w.wait(10 * time.Second); code != 0 {
@@ -104,7 +104,7 @@ func TestWatchScrollAndHangup(t *testing.T) {
 	// nothing written.
 	for _, when := range []string{"at the start", "while running"} {
 		t.Run("SIGHUP, SIGHUP, SIGTERM "+when, func(t *testing.T) {
-			w := startPtyCmd(t, r15Cmd(t, bin, false), ptyOpts{bin: bin})
+			w := startPtyCmd(t, watchCmd(t, bin, false), ptyOpts{bin: bin})
 			if when == "while running" {
 				w.waitOutput(0, "total")
 			}
@@ -180,7 +180,7 @@ func TestWatchScrollAndHangup(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			c := r15Cmd(t, bin, nohup, "--plain")
+			c := watchCmd(t, bin, nohup, "--plain")
 			c.Stdout, c.Stderr = f, f
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
@@ -226,7 +226,7 @@ func TestWatchScrollAndHangup(t *testing.T) {
 	// one write, modified keys (xterm, rxvt), then q right after rxvt's
 	// Shift+PgUp, which ate it before.
 	t.Run("page keys, modified keys, then q after rxvt's Shift+PgUp", func(t *testing.T) {
-		w := startPtyCmd(t, r15Cmd(t, bin, false, "--sort", "name"), ptyOpts{bin: bin})
+		w := startPtyCmd(t, watchCmd(t, bin, false, "--sort", "name"), ptyOpts{bin: bin})
 		at := w.waitOutput(0, "total")
 		unix.IoctlSetWinsize(int(w.slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 6, Col: 80})
 		at = w.waitOutput(at, "total (1 hidden)")

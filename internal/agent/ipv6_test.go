@@ -45,12 +45,12 @@ const netnsEnv = "MEMWHO_TEST_NETNS"
 // its own, where fd00:6d77::/48 is routed to lo, so that any address in
 // it can be bound.
 func TestMaxConnectionsHogIPv6(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	var dialled atomic.Int32
-	hog := r12Spread(func(i int32) string { return fmt.Sprintf("fd00:6d77::%x", i) }, &dialled)
-	r13HogCut(t, "[fd00:6d77:0:2::1]:0", hog, "fd00:6d77:0:1::1", "a newcomer from another /64")
+	hog := spreadClient(func(i int32) string { return fmt.Sprintf("fd00:6d77::%x", i) }, &dialled)
+	wantHogCut(t, "[fd00:6d77:0:2::1]:0", hog, "fd00:6d77:0:1::1", "a newcomer from another /64")
 	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4 (one address each)", n)
 	}
@@ -122,7 +122,7 @@ func TestHogsConnLevels(t *testing.T) {
 func BenchmarkHogsConn(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			l := r13Full(b, n, func(i int) string { return fmt.Sprintf("2001:db8:0:%x::%x", i/16, i%16+1) })
+			l := fullListener(b, n, func(i int) string { return fmt.Sprintf("2001:db8:0:%x::%x", i/16, i%16+1) })
 			newcomer := ipPeer(net.ParseIP("2001:db9::1"))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -142,7 +142,7 @@ func BenchmarkHogsConn(b *testing.B) {
 func BenchmarkMakeRoomRefused(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			l := r13Full(b, n, func(i int) string { return fmt.Sprintf("2001:db8::%x", i+1) })
+			l := fullListener(b, n, func(i int) string { return fmt.Sprintf("2001:db8::%x", i+1) })
 			newcomer := ipPeer(net.ParseIP("2001:db8::ffff:1"))
 			b.ReportAllocs()
 			for b.Loop() {

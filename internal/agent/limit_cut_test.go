@@ -3,7 +3,7 @@ package agent
 // The fourteenth adversarial review (docs/safe.md): attacks on the hog
 // rule as 757d564 changed it: groups and sub-groups within one of the
 // most are alike, and the longest-served of their connections is cut
-// (cut(lvl, atLeast)). Run on the listener's maps (r13Cut), without
+// (cut(lvl, atLeast)). Run on the listener's maps (ruleCut), without
 // sockets.
 
 import (
@@ -15,11 +15,11 @@ import (
 	"time"
 )
 
-// r14Held is one served connection from each address, oldest first.
-func r14Held(addrs ...string) []r13Conn {
-	var held []r13Conn
+// heldAddrs is one served connection from each address, oldest first.
+func heldAddrs(addrs ...string) []heldConn {
+	var held []heldConn
 	for _, a := range addrs {
-		held = append(held, r13IP(a))
+		held = append(held, heldIP(a))
 	}
 	return held
 }
@@ -63,7 +63,7 @@ func TestSpreadBesideConcentrated(t *testing.T) {
 			"fd00:0:0:1::a", "fd00:0:0:1::b", "fd00:0:0:1::c"}, "2001:dbf::1", "2001:db8::2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if cut, _ := r13Cut(t, r14Held(tc.held...), ipPeer(net.ParseIP(tc.newcomer))); cut != tc.want {
+			if cut, _ := ruleCut(t, heldAddrs(tc.held...), ipPeer(net.ParseIP(tc.newcomer))); cut != tc.want {
 				t.Errorf("cut %q, want %q", cut, tc.want)
 			}
 		})
@@ -84,18 +84,18 @@ func TestSpreadBesideConcentrated(t *testing.T) {
 // holding one, beside a /48 holding three, was dropped only when an
 // IPv6 peer came first). Past its depth, a peer is now its own address.
 func TestMixedDepths(t *testing.T) {
-	held := r14Held("2001:db8::1", "2001:db8::1:0:0:1", "2001:db8:0:1::1", "127.0.0.1", "127.0.0.2", "127.0.0.2")
+	held := heldAddrs("2001:db8::1", "2001:db8::1:0:0:1", "2001:db8:0:1::1", "127.0.0.1", "127.0.0.2", "127.0.0.2")
 	for range 200 {
-		if cut, _ := r13Cut(t, held, ipPeer(net.ParseIP("::1"))); cut != "2001:db8::1" {
+		if cut, _ := ruleCut(t, held, ipPeer(net.ParseIP("::1"))); cut != "2001:db8::1" {
 			t.Fatalf("cut %q, want 2001:db8::1 (the scrape is 127.0.0.1)", cut)
 		}
 	}
 }
 
-// r14At is p's group at level k, its address past its depth.
-func r14At(p peer, k int) string { return p.path[min(k, max(p.n-1, 0))] }
+// pathAt is p's group at level k, its address past its depth.
+func pathAt(p peer, k int) string { return p.path[min(k, max(p.n-1, 0))] }
 
-// r14Reference is the rule as docs/agent.md words it, written plainly
+// hogsConnReference is the rule as docs/agent.md words it, written plainly
 // (maps built per call): level by level from the widest, a group other
 // than the newcomer's holding at least two more than its own is a hog,
 // and every group within one of the most (and at least two over the
@@ -103,7 +103,7 @@ func r14At(p peer, k int) string { return p.path[min(k, max(p.n-1, 0))] }
 // own, keeping at each level its sub-groups within one of its biggest
 // (a peer past its depth is its address); the longest-served connection
 // of all kept is cut.
-func r14Reference(l *limitListener, p peer) net.Conn {
+func hogsConnReference(l *limitListener, p peer) net.Conn {
 	common := func(q peer) int {
 		c := 0
 		for c < p.n && c < q.n && q.path[c] == p.path[c] {
@@ -137,13 +137,13 @@ func r14Reference(l *limitListener, p peer) net.Conn {
 		for k := lvl + 1; k < maxLevels; k++ {
 			sub, biggest := map[string]int{}, map[string]int{}
 			for q, n := range kept {
-				sub[r14At(q, k)] += n
+				sub[pathAt(q, k)] += n
 			}
 			for q := range kept {
-				biggest[q.path[lvl]] = max(biggest[q.path[lvl]], sub[r14At(q, k)])
+				biggest[q.path[lvl]] = max(biggest[q.path[lvl]], sub[pathAt(q, k)])
 			}
 			for q := range kept {
-				if sub[r14At(q, k)] < biggest[q.path[lvl]]-1 {
+				if sub[pathAt(q, k)] < biggest[q.path[lvl]]-1 {
 					delete(kept, q)
 				}
 			}
@@ -162,7 +162,7 @@ func r14Reference(l *limitListener, p peer) net.Conn {
 	return nil
 }
 
-// TestHogsConnMatchesReference: hogsConn against r14Reference on random
+// TestHogsConnMatchesReference: hogsConn against hogsConnReference on random
 // listeners of mixed families (loopback, IPv4, IPv6 nested at every
 // level, users, as on one listener), each asked a few times so that map
 // order varies, and with blocksOthers asked after (it reuses the same
@@ -178,14 +178,14 @@ func TestHogsConnMatchesReference(t *testing.T) {
 	newcomers := append([]string{"10.9.0.1", "2001:dbf::1", "127.0.0.9", "2001:db8::9", "10.1.2.9"}, pool...)
 	rng := rand.New(rand.NewPCG(14, 14))
 	for i := range 3000 {
-		var held []r13Conn
+		var held []heldConn
 		for range 2 + rng.IntN(12) {
 			if rng.IntN(12) == 0 {
 				s := "uid " + strconv.Itoa(rng.IntN(2))
-				held = append(held, r13Conn{newPeer(s), s})
+				held = append(held, heldConn{newPeer(s), s})
 				continue
 			}
-			held = append(held, r13IP(pool[rng.IntN(len(pool))]))
+			held = append(held, heldIP(pool[rng.IntN(len(pool))]))
 		}
 		p := ipPeer(net.ParseIP(newcomers[rng.IntN(len(newcomers))]))
 		l := newLimitListener(nil, len(held))
@@ -199,7 +199,7 @@ func TestHogsConnMatchesReference(t *testing.T) {
 			l.served[c] = servedConn{since: since.Add(time.Duration(j)), peer: h.peer}
 			names[c] = fmt.Sprintf("#%d %s", j, h.name)
 		}
-		want := names[r14Reference(l, p)]
+		want := names[hogsConnReference(l, p)]
 		for range 4 {
 			if got := names[l.hogsConn(p)]; got != want {
 				var addrs []string
@@ -242,7 +242,7 @@ func TestAgeAndOneFewer(t *testing.T) {
 		{"tied, renewed (left open, as before 757d564 by name)", append(append([]string{}, pair...), client[:2]...), "fd00:0:0:1::a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if cut, _ := r13Cut(t, r14Held(tc.held...), ipPeer(net.ParseIP("2001:dbf::1"))); cut != tc.want {
+			if cut, _ := ruleCut(t, heldAddrs(tc.held...), ipPeer(net.ParseIP("2001:dbf::1"))); cut != tc.want {
 				t.Errorf("cut %q, want %q", cut, tc.want)
 			}
 		})
@@ -293,18 +293,18 @@ func TestCutStateDisagrees(t *testing.T) {
 	}
 }
 
-// r14ManyGroups is a listener of n slots held two per /32, each pair
+// manyGroupsListener is a listener of n slots held two per /32, each pair
 // over two /64s: every /32 is a candidate for a newcomer from a new one,
 // and cut goes down all of them at once (l.best).
-func r14ManyGroups(tb testing.TB, n int) *limitListener {
-	return r13Full(tb, n, func(i int) string { return fmt.Sprintf("2001:%x:0:%x::1", i/2+1, i%2) })
+func manyGroupsListener(tb testing.TB, n int) *limitListener {
+	return fullListener(tb, n, func(i int) string { return fmt.Sprintf("2001:%x:0:%x::1", i/2+1, i%2) })
 }
 
 // TestCutManyGroupsAllocates: TestNewcomerFloodAllocates'
 // bound for the cut over many candidate groups: nothing allocated per
 // newcomer once the scratch has grown.
 func TestCutManyGroupsAllocates(t *testing.T) {
-	l := r14ManyGroups(t, maxMaxConnections)
+	l := manyGroupsListener(t, maxMaxConnections)
 	p := ipPeer(net.ParseIP("3fff::1"))
 	if allocs := testing.AllocsPerRun(10, func() {
 		if l.hogsConn(p) == nil {
@@ -320,7 +320,7 @@ func TestCutManyGroupsAllocates(t *testing.T) {
 func BenchmarkCutManyGroups(b *testing.B) {
 	for _, n := range []int{DefaultMaxConnections, maxMaxConnections} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			l := r14ManyGroups(b, n)
+			l := manyGroupsListener(b, n)
 			p := ipPeer(net.ParseIP("3fff::1"))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -32,7 +32,7 @@ func fuzzPeer(a, b byte) peer {
 
 // FuzzHogRule: the rule on held connections made from the input (two
 // bytes a peer: the newcomer, then up to 64 served connections, oldest
-// first) cuts what r14Reference, the rule written plainly, cuts; asked
+// first) cuts what hogsConnReference, the rule written plainly, cuts; asked
 // again it cuts the same (map order must not matter); and makeRoom's
 // answer when it cuts nothing is blocksOthers'.
 func FuzzHogRule(f *testing.F) {
@@ -57,7 +57,7 @@ func FuzzHogRule(f *testing.F) {
 			l.served[c] = servedConn{since: since.Add(time.Duration(i)), peer: q}
 			names[c] = i/2 + 1
 		}
-		want := names[r14Reference(l, p)]
+		want := names[hogsConnReference(l, p)]
 		for range 3 {
 			if got := names[l.hogsConn(p)]; got != want {
 				t.Fatalf("newcomer %v: cut connection #%d, the reference #%d", p, got, want)

@@ -20,24 +20,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// r13Conn is a served connection for the rule's unit tests: its peer,
+// heldConn is a served connection for the rule's unit tests: its peer,
 // and a name for what holds it.
-type r13Conn struct {
+type heldConn struct {
 	peer peer
 	name string
 }
 
-// r13IP is a served connection from ip, named by it.
-func r13IP(ip string) r13Conn {
+// heldIP is a served connection from ip, named by it.
+func heldIP(ip string) heldConn {
 	p := ipPeer(net.ParseIP(ip))
-	return r13Conn{p, p.path[p.n-1]}
+	return heldConn{p, p.path[p.n-1]}
 }
 
-// r13Cut fills a listener with held, each a served connection, oldest
+// ruleCut fills a listener with held, each a served connection, oldest
 // first, and returns the name of the connection a newcomer from p
 // closes ("" for none) and, when none, whether the newcomer would be
 // closed at once (blocksOthers).
-func r13Cut(t *testing.T, held []r13Conn, p peer) (cut string, blocks bool) {
+func ruleCut(t *testing.T, held []heldConn, p peer) (cut string, blocks bool) {
 	t.Helper()
 	l := newLimitListener(nil, len(held))
 	names := make(map[net.Conn]string)
@@ -74,16 +74,16 @@ func r13Cut(t *testing.T, held []r13Conn, p peer) (cut string, blocks bool) {
 // many, the connection served the longest is cut now: a scrape in
 // progress is newer than connections held to the write timeout.
 func TestTiesCutTheNewest(t *testing.T) {
-	ips := func(ips ...string) []r13Conn {
-		var held []r13Conn
+	ips := func(ips ...string) []heldConn {
+		var held []heldConn
 		for _, ip := range ips {
-			held = append(held, r13IP(ip))
+			held = append(held, heldIP(ip))
 		}
 		return held
 	}
 	for _, tc := range []struct {
 		name     string
-		held     []r13Conn // oldest first
+		held     []heldConn // oldest first
 		newcomer string
 		want     string
 	}{
@@ -111,7 +111,7 @@ func TestTiesCutTheNewest(t *testing.T) {
 		{"a scraper pair's /64 in a spread /56", ips("fd00:0:0:1::1", "fd00:0:0:2::1", "fd00:0:0:3::1", "fd00:0:0:9::1", "fd00:0:0:9::2"), "fd01::1", "fd00:0:0:1::1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if cut, _ := r13Cut(t, tc.held, ipPeer(net.ParseIP(tc.newcomer))); cut != tc.want {
+			if cut, _ := ruleCut(t, tc.held, ipPeer(net.ParseIP(tc.newcomer))); cut != tc.want {
 				t.Errorf("cut %q, want %q", cut, tc.want)
 			}
 		})
@@ -134,20 +134,20 @@ func TestLoopbackScrapeNotCut(t *testing.T) {
 	free := func() { once.Do(func() { close(release) }) }
 	defer free()
 	var started sync.WaitGroup
-	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, r11Slow(release, &started))
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, slowHandler(release, &started))
 	_, port, _ := net.SplitHostPort(addr)
 	base := "http://" + net.JoinHostPort("127.0.0.1", port)
 	hogs := make(chan error, 3)
 	for i := 2; i <= 4; i++ {
 		started.Add(1)
-		held := r11Hold(t, fromIP(fmt.Sprintf("127.0.0.%d", i)), base, 1, &started)
+		held := holdSlots(t, fromIP(fmt.Sprintf("127.0.0.%d", i)), base, 1, &started)
 		go func() { hogs <- <-held }()
 	}
 	time.Sleep(5 * time.Millisecond) // the scrape is served after them
 	started.Add(1)
-	scrape := r11Hold(t, fromIP("127.0.0.1"), base, 1, &started)
-	r11Answered(t, fromIP("::1"), "http://"+net.JoinHostPort("::1", port)+"/metrics", "a request from ::1")
-	r11WantCut(t, hogs)
+	scrape := holdSlots(t, fromIP("127.0.0.1"), base, 1, &started)
+	wantAnswered(t, fromIP("::1"), "http://"+net.JoinHostPort("::1", port)+"/metrics", "a request from ::1")
+	wantCut(t, hogs)
 	select {
 	case err := <-scrape:
 		t.Fatalf("the scrape from 127.0.0.1 ended before it was let: %v", err)
@@ -164,9 +164,9 @@ func TestLoopbackScrapeNotCut(t *testing.T) {
 	}
 }
 
-// r13Full is a listener of n slots, each served from an address of its
+// fullListener is a listener of n slots, each served from an address of its
 // own, addr(i), the longest-served first.
-func r13Full(tb testing.TB, n int, addr func(i int) string) *limitListener {
+func fullListener(tb testing.TB, n int, addr func(i int) string) *limitListener {
 	l := newLimitListener(nil, n)
 	since := time.Now()
 	for i := range n {
@@ -200,7 +200,7 @@ func TestNewcomerFloodAllocates(t *testing.T) {
 	}
 	for name, addr := range spreads {
 		t.Run(name, func(t *testing.T) {
-			l := r13Full(t, maxMaxConnections, addr)
+			l := fullListener(t, maxMaxConnections, addr)
 			own := ipPeer(net.ParseIP(addr(maxMaxConnections + 7)))
 			other := ipPeer(net.ParseIP("203.0.113.1"))
 			found := false
@@ -225,8 +225,8 @@ func TestNewcomerFloodAllocates(t *testing.T) {
 	}
 }
 
-// r13Zoned is p as sourceOf names a link-local peer on link zone.
-func r13Zoned(p peer, zone string) peer {
+// zoned is p as sourceOf names a link-local peer on link zone.
+func zoned(p peer, zone string) peer {
 	for i := range p.path[:p.n] {
 		p.path[i] += "%" + zone
 	}
@@ -256,7 +256,7 @@ func TestGroupNamesCollide(t *testing.T) {
 			continue
 		}
 		p := ipPeer(ip)
-		peers = append(peers, p, r13Zoned(p, "eth0"), r13Zoned(p, "eth1"), r13Zoned(p, "5"))
+		peers = append(peers, p, zoned(p, "eth0"), zoned(p, "eth1"), zoned(p, "5"))
 	}
 	for uid := range 3 {
 		peers = append(peers, newPeer("uid "+strconv.Itoa(uid)))
@@ -297,26 +297,26 @@ func TestGroupNamesCollide(t *testing.T) {
 // them by count alone, as sources, and blocksOthers closes a newcomer at
 // once only when its source holds a slot and some source holds two.
 func TestMixedFamilies(t *testing.T) {
-	uid := func(n int) r13Conn { s := "uid " + strconv.Itoa(n); return r13Conn{newPeer(s), s} }
+	uid := func(n int) heldConn { s := "uid " + strconv.Itoa(n); return heldConn{newPeer(s), s} }
 	for _, tc := range []struct {
 		name     string
-		held     []r13Conn
+		held     []heldConn
 		newcomer peer
 		cut      string
 		blocks   bool
 	}{
-		{"one of each, a newcomer from a new /32", []r13Conn{r13IP("10.0.0.1"), r13IP("127.0.0.1"), r13IP("2001:db8::1"), uid(0)}, ipPeer(net.ParseIP("2001:db9::1")), "", false},
-		{"one of each, a newcomer from a held /16", []r13Conn{r13IP("10.0.0.1"), r13IP("127.0.0.1"), r13IP("2001:db8::1"), uid(0)}, ipPeer(net.ParseIP("10.0.9.9")), "", false},
-		{"loopback holds two, a newcomer from ::1", []r13Conn{r13IP("127.0.0.1"), r13IP("127.0.0.2"), r13IP("10.0.0.1")}, ipPeer(net.ParseIP("::1")), "127.0.0.1", false},
-		{"a /32 holds two, a newcomer from a held /16", []r13Conn{r13IP("2001:db8::1"), r13IP("2001:db8:1::1"), r13IP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.9.9")), "", true},
-		{"a /32 holds three, a newcomer from a held /16", []r13Conn{r13IP("2001:db8::1"), r13IP("2001:db8:1::1"), r13IP("2001:db8:1::1"), r13IP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.9.9")), "2001:db8::1", false},
-		{"a user holds three, a newcomer from another", []r13Conn{uid(1000), uid(1000), uid(1000), uid(0)}, newPeer("uid 0"), "uid 1000", false},
-		{"a user holds three, its own newcomer", []r13Conn{uid(1000), uid(1000), uid(1000), uid(0)}, newPeer("uid 1000"), "", true},
-		{"a user and a /16, a newcomer from the user", []r13Conn{uid(1000), r13IP("10.0.0.1"), r13IP("10.0.0.1")}, newPeer("uid 1000"), "", true},
-		{"mapped and plain IPv4 are one address", []r13Conn{r13IP("::ffff:10.0.0.1"), r13IP("10.0.0.1"), r13IP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.0.2")), "10.0.0.1", false},
+		{"one of each, a newcomer from a new /32", []heldConn{heldIP("10.0.0.1"), heldIP("127.0.0.1"), heldIP("2001:db8::1"), uid(0)}, ipPeer(net.ParseIP("2001:db9::1")), "", false},
+		{"one of each, a newcomer from a held /16", []heldConn{heldIP("10.0.0.1"), heldIP("127.0.0.1"), heldIP("2001:db8::1"), uid(0)}, ipPeer(net.ParseIP("10.0.9.9")), "", false},
+		{"loopback holds two, a newcomer from ::1", []heldConn{heldIP("127.0.0.1"), heldIP("127.0.0.2"), heldIP("10.0.0.1")}, ipPeer(net.ParseIP("::1")), "127.0.0.1", false},
+		{"a /32 holds two, a newcomer from a held /16", []heldConn{heldIP("2001:db8::1"), heldIP("2001:db8:1::1"), heldIP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.9.9")), "", true},
+		{"a /32 holds three, a newcomer from a held /16", []heldConn{heldIP("2001:db8::1"), heldIP("2001:db8:1::1"), heldIP("2001:db8:1::1"), heldIP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.9.9")), "2001:db8::1", false},
+		{"a user holds three, a newcomer from another", []heldConn{uid(1000), uid(1000), uid(1000), uid(0)}, newPeer("uid 0"), "uid 1000", false},
+		{"a user holds three, its own newcomer", []heldConn{uid(1000), uid(1000), uid(1000), uid(0)}, newPeer("uid 1000"), "", true},
+		{"a user and a /16, a newcomer from the user", []heldConn{uid(1000), heldIP("10.0.0.1"), heldIP("10.0.0.1")}, newPeer("uid 1000"), "", true},
+		{"mapped and plain IPv4 are one address", []heldConn{heldIP("::ffff:10.0.0.1"), heldIP("10.0.0.1"), heldIP("10.0.0.1")}, ipPeer(net.ParseIP("10.0.0.2")), "10.0.0.1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cut, blocks := r13Cut(t, tc.held, tc.newcomer)
+			cut, blocks := ruleCut(t, tc.held, tc.newcomer)
 			if cut != tc.cut || blocks != tc.blocks {
 				t.Errorf("cut %q, blocks others %v; want %q, %v", cut, blocks, tc.cut, tc.blocks)
 			}
@@ -334,13 +334,13 @@ func TestLimitEmptyAndZero(t *testing.T) {
 		t.Errorf("most(nil) = %d", n)
 	}
 	for _, p := range []peer{{}, newPeer("uid 0"), ipPeer(net.ParseIP("::1")), ipPeer(nil)} {
-		if cut, blocks := r13Cut(t, nil, p); cut != "" || blocks {
+		if cut, blocks := ruleCut(t, nil, p); cut != "" || blocks {
 			t.Errorf("empty listener, newcomer %v: cut %q, blocks %v", p, cut, blocks)
 		}
 	}
 	// A served entry with the zero peer, beside a hog: the hog's is cut.
-	held := []r13Conn{{peer{}, "nobody"}, r13IP("10.0.0.1"), r13IP("10.0.0.1"), r13IP("10.0.0.1")}
-	if cut, _ := r13Cut(t, held, ipPeer(net.ParseIP("10.1.0.1"))); cut != "10.0.0.1" {
+	held := []heldConn{{peer{}, "nobody"}, heldIP("10.0.0.1"), heldIP("10.0.0.1"), heldIP("10.0.0.1")}
+	if cut, _ := ruleCut(t, held, ipPeer(net.ParseIP("10.1.0.1"))); cut != "10.0.0.1" {
 		t.Errorf("cut %q, want 10.0.0.1", cut)
 	}
 }
@@ -355,7 +355,7 @@ func TestLimitEmptyAndZero(t *testing.T) {
 // host routing all of fe80::/10 to a link would need the link as one
 // group.
 func TestLinkLocalOutsideSlash64(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	peerNS := exec.Command("unshare", "--net", "sleep", "30")
@@ -464,11 +464,11 @@ func TestLimitBounds(t *testing.T) {
 		{"a client in the scraper's /16 raises the bar", []string{"10.1.1.1", "10.1.2.1", "10.1.3.1", "192.0.2.1", "192.0.2.1", "192.0.2.1", "192.0.2.1"}, "10.1.9.5", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var held []r13Conn
+			var held []heldConn
 			for _, ip := range tc.held {
-				held = append(held, r13IP(ip))
+				held = append(held, heldIP(ip))
 			}
-			cut, blocks := r13Cut(t, held, ipPeer(net.ParseIP(tc.newcomer)))
+			cut, blocks := ruleCut(t, held, ipPeer(net.ParseIP(tc.newcomer)))
 			if cut != tc.cut || blocks != tc.blocks {
 				t.Errorf("cut %q, blocks others %v; want %q, %v", cut, blocks, tc.cut, tc.blocks)
 			}

@@ -3,7 +3,7 @@ package agent
 // The twelfth adversarial review (docs/safe.md): attacks on the sources
 // of the per-source rule (an IPv6 peer is its /64), over real
 // connections; those that need addresses of their own run in a network
-// namespace (r12Netns).
+// namespace (inNetns).
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 	"github.com/memwho/memwho/internal/engine"
 )
 
-// r12Netns runs the test t again, alone, in a network namespace of its
+// inNetns runs the test t again, alone, in a network namespace of its
 // own and returns false; run there (netnsEnv set), it routes fd00::/16
 // and 10.0.0.0/8 to lo, lets any address of them be bound, and returns
 // true: the test goes on. It skips without root, unshare or ip.
-func r12Netns(t *testing.T) bool {
+func inNetns(t *testing.T) bool {
 	t.Helper()
 	if os.Getenv(netnsEnv) == "" {
 		if os.Geteuid() != 0 {
@@ -59,9 +59,9 @@ func r12Netns(t *testing.T) bool {
 	return true
 }
 
-// r12Spread is an HTTP client that dials each connection from the next
+// spreadClient is an HTTP client that dials each connection from the next
 // address addr(1), addr(2), ...; dialled counts them.
-func r12Spread(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
+func spreadClient(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
 	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 			local := net.ParseIP(addr(dialled.Add(1)))
@@ -71,51 +71,51 @@ func r12Spread(addr func(i int32) string, dialled *atomic.Int32) *http.Client {
 	}}
 }
 
-// r13HogCut serves 4 slots at listen, all held by requests from hog
+// wantHogCut serves 4 slots at listen, all held by requests from hog
 // that never end, then asks from newcomer: it must be answered and one of
 // hog's connections cut.
-func r13HogCut(t *testing.T, listen string, hog *http.Client, newcomer, what string) {
+func wantHogCut(t *testing.T, listen string, hog *http.Client, newcomer, what string) {
 	t.Helper()
 	release := make(chan struct{})
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, r11Slow(release, &started))
-	hogs := r11Hold(t, hog, "http://"+addr, 4, &started)
-	r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", what)
-	r11WantCut(t, hogs)
+	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, slowHandler(release, &started))
+	hogs := holdSlots(t, hog, "http://"+addr, 4, &started)
+	wantAnswered(t, fromIP(newcomer), "http://"+addr+"/metrics", what)
+	wantCut(t, hogs)
 }
 
-// r13ScrapeNotCut serves 4 slots at listen, holds a scrape in progress
-// from scraper and three connections from hog (r12Spread: hog(i) is
+// wantScrapeNotCut serves 4 slots at listen, holds a scrape in progress
+// from scraper and three connections from hog (spreadClient: hog(i) is
 // connection i's address; before the scrape when hogFirst, else after),
 // then asks from newcomer: it must be answered, one of hog's connections
 // cut, and the scrape not.
-func r13ScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) string, hogFirst bool, newcomer string) {
+func wantScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) string, hogFirst bool, newcomer string) {
 	t.Helper()
 	release := make(chan struct{})
 	defer close(release)
 	var started sync.WaitGroup
-	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, r11Slow(release, &started))
+	addr, _ := listenLimited(t, Listeners{TCP: listen, MaxConns: 4}, slowHandler(release, &started))
 	var (
 		dialled     atomic.Int32
 		scrape, cut <-chan error
 	)
 	holdHog := func() {
 		started.Add(3)
-		cut = r11Hold(t, r12Spread(hog, &dialled), "http://"+addr, 3, &started)
+		cut = holdSlots(t, spreadClient(hog, &dialled), "http://"+addr, 3, &started)
 	}
 	if hogFirst {
 		holdHog()
 		time.Sleep(5 * time.Millisecond) // the scrape is served after them
 	}
 	started.Add(1)
-	scrape = r11Hold(t, fromIP(scraper), "http://"+addr, 1, &started)
+	scrape = holdSlots(t, fromIP(scraper), "http://"+addr, 1, &started)
 	if !hogFirst {
 		holdHog()
 	}
-	r11Answered(t, fromIP(newcomer), "http://"+addr+"/metrics", "a newcomer from "+newcomer)
-	r11WantCut(t, cut)
+	wantAnswered(t, fromIP(newcomer), "http://"+addr+"/metrics", "a newcomer from "+newcomer)
+	wantCut(t, cut)
 	select {
 	case err := <-scrape:
 		t.Fatalf("the scrape from %s ended (%v), cut for the client", scraper, err)
@@ -132,10 +132,10 @@ func r13ScrapeNotCut(t *testing.T, listen, scraper string, hog func(i int32) str
 // (another container on the node, whose pods commonly share a /64)
 // locked the scraper out. Within a source, addresses are now told apart.
 func TestSameSlash64Neighbour(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
-	r13HogCut(t, "[fd00:6d77:0:9::1]:0", fromIP("fd00:6d77:0:1::a"), "fd00:6d77:0:1::5", "a scrape from the hog's /64")
+	wantHogCut(t, "[fd00:6d77:0:9::1]:0", fromIP("fd00:6d77:0:1::a"), "fd00:6d77:0:1::5", "a scrape from the hog's /64")
 }
 
 // TestNeighbourScrapeNotCut: a scrape in progress from
@@ -145,10 +145,10 @@ func TestSameSlash64Neighbour(t *testing.T) {
 // longest-served, the scrape's. It is now one of the address holding
 // the most.
 func TestNeighbourScrapeNotCut(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
-	r13ScrapeNotCut(t, "[fd00:6d77:0:9::1]:0", "fd00:6d77:0:1::5", func(int32) string { return "fd00:6d77:0:1::a" }, false, "fd00:6d77:0:2::1")
+	wantScrapeNotCut(t, "[fd00:6d77:0:9::1]:0", "fd00:6d77:0:1::5", func(int32) string { return "fd00:6d77:0:1::a" }, false, "fd00:6d77:0:2::1")
 }
 
 // TestAcrossSlash64s: a client that holds every slot one
@@ -161,7 +161,7 @@ func TestNeighbourScrapeNotCut(t *testing.T) {
 // /32s, which the last case shows: the scrape waits, as docs/agent.md
 // says.
 func TestAcrossSlash64s(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	for _, tc := range []struct {
@@ -179,9 +179,9 @@ func TestAcrossSlash64s(t *testing.T) {
 			release := make(chan struct{})
 			var started sync.WaitGroup
 			started.Add(4)
-			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:ffff::1]:0", MaxConns: 4}, r11Slow(release, &started))
+			addr, _ := listenLimited(t, Listeners{TCP: "[fd00:6d77:ffff::1]:0", MaxConns: 4}, slowHandler(release, &started))
 			var dialled atomic.Int32
-			hogs := r11Hold(t, r12Spread(tc.hog, &dialled), "http://"+addr, 4, &started)
+			hogs := holdSlots(t, spreadClient(tc.hog, &dialled), "http://"+addr, 4, &started)
 			defer close(release)
 			scrape := fromIP("fd00:6d76::1")
 			scrape.Timeout = time.Second
@@ -197,7 +197,7 @@ func TestAcrossSlash64s(t *testing.T) {
 				t.Fatalf("a scrape from another /32: %v", err)
 			}
 			resp.Body.Close()
-			r11WantCut(t, hogs)
+			wantCut(t, hogs)
 		})
 	}
 }
@@ -208,13 +208,13 @@ func TestAcrossSlash64s(t *testing.T) {
 // closes one of the spread's connections, found at the /56 level, and
 // the scrape in progress is not cut; so does a newcomer from elsewhere.
 func TestSpreadNeighbour(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	spread := func(i int32) string { return fmt.Sprintf("fd00:6d77:0:%x::1", 0x100+i) }
 	for _, newcomer := range []string{"fd00:6d77:0:2::9", "fd00:6d78::1"} {
 		t.Run(newcomer, func(t *testing.T) {
-			r13ScrapeNotCut(t, "[fd00:6d77:ffff::1]:0", "fd00:6d77:0:1::5", spread, false, newcomer)
+			wantScrapeNotCut(t, "[fd00:6d77:ffff::1]:0", "fd00:6d77:0:1::5", spread, false, newcomer)
 		})
 	}
 }
@@ -231,7 +231,7 @@ func TestSpreadNeighbour(t *testing.T) {
 // older, as this test first had it, it passed only because "10.1.11.0/24"
 // sorts before "10.1.3.0/24" (the tie went to the least name; review 13).
 func TestIPv4Spread(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	for _, tc := range []struct {
@@ -243,7 +243,7 @@ func TestIPv4Spread(t *testing.T) {
 		{"per /24 of a /16", func(i int32) string { return fmt.Sprintf("10.1.%d.1", 10+i) }, "10.2.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r13ScrapeNotCut(t, "10.9.9.9:0", "10.1.3.5", tc.hog, true, tc.newcomer)
+			wantScrapeNotCut(t, "10.9.9.9:0", "10.1.3.5", tc.hog, true, tc.newcomer)
 		})
 	}
 }
@@ -264,13 +264,13 @@ func TestLoopbackAddresses(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, r11Slow(release, &started))
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, slowHandler(release, &started))
 	_, port, _ := net.SplitHostPort(addr)
 	var dialled atomic.Int32
-	hog := r12Spread(func(i int32) string { return fmt.Sprintf("127.0.0.%d", 10+i) }, &dialled)
-	hogs := r11Hold(t, hog, "http://"+net.JoinHostPort("127.0.0.1", port), 4, &started)
-	r11Answered(t, fromIP("::1"), "http://"+net.JoinHostPort("::1", port)+"/metrics", "a scrape from ::1 against four loopback addresses")
-	r11WantCut(t, hogs)
+	hog := spreadClient(func(i int32) string { return fmt.Sprintf("127.0.0.%d", 10+i) }, &dialled)
+	hogs := holdSlots(t, hog, "http://"+net.JoinHostPort("127.0.0.1", port), 4, &started)
+	wantAnswered(t, fromIP("::1"), "http://"+net.JoinHostPort("::1", port)+"/metrics", "a scrape from ::1 against four loopback addresses")
+	wantCut(t, hogs)
 	if n := dialled.Load(); n != 4 {
 		t.Errorf("the hog dialled %d times, want 4", n)
 	}
@@ -283,7 +283,7 @@ func TestLoopbackAddresses(t *testing.T) {
 // was its own newcomer, closed at once (blocksOthers). Each link is a
 // source of its own now.
 func TestLinkLocalZones(t *testing.T) {
-	if !r12Netns(t) {
+	if !inNetns(t) {
 		return
 	}
 	for _, args := range [][]string{
@@ -307,17 +307,17 @@ func TestLinkLocalZones(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, r11Slow(release, &started))
+	addr, _ := listenLimited(t, Listeners{TCP: "[::]:0", MaxConns: 4}, slowHandler(release, &started))
 	_, port, _ := net.SplitHostPort(addr)
 	base := func(zone string) string { return "http://[fe80::a%25" + zone + "]:" + port } // %25: % in a URL
 	for _, zone := range []string{"v1", "w1"} {
 		c := from(zone)
-		r11Answered(t, c, base(zone)+"/metrics", "from fe80::c%"+zone)
+		wantAnswered(t, c, base(zone)+"/metrics", "from fe80::c%"+zone)
 		c.CloseIdleConnections()
 	}
-	hogs := r11Hold(t, from("w1"), base("w1"), 4, &started)
-	r11Answered(t, from("v1"), base("v1")+"/metrics", "a scrape from fe80::c on another link")
-	r11WantCut(t, hogs)
+	hogs := holdSlots(t, from("w1"), base("w1"), 4, &started)
+	wantAnswered(t, from("v1"), base("v1")+"/metrics", "a scrape from fe80::c on another link")
+	wantCut(t, hogs)
 }
 
 // TestAddressForms: IPv6 addresses that carry another network's
@@ -380,7 +380,7 @@ func TestDebugSocketBounded(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	sock := filepath.Join(dir, "d.sock")
-	r10Listen(t, Listeners{Debug: sock, DebugGID: -1}, nil, nil)
+	serveLimited(t, Listeners{Debug: sock, DebugGID: -1}, nil, nil)
 	var conns []net.Conn
 	for range 3 * debugConns {
 		c, err := net.Dial("unix", sock)

@@ -24,11 +24,11 @@ import (
 	"time"
 )
 
-// r10Listen starts the metrics listeners of p with the agent's own
+// serveLimited starts the metrics listeners of p with the agent's own
 // server settings, TCP on 127.0.0.1 unless p names a socket only;
 // tweak, when not nil, changes the servers before they serve. It
 // returns the last server (TCP, or the socket) and its address.
-func r10Listen(t *testing.T, p Listeners, h http.Handler, tweak func(*Server)) (*Server, string) {
+func serveLimited(t *testing.T, p Listeners, h http.Handler, tweak func(*Server)) (*Server, string) {
 	t.Helper()
 	if p.Socket == "" && p.TCP == "" {
 		p.TCP = "127.0.0.1:0"
@@ -58,10 +58,10 @@ func r10Listen(t *testing.T, p Listeners, h http.Handler, tweak func(*Server)) (
 	return s, s.ln.Addr().String()
 }
 
-// r10Web is a web configuration with the user prometheus (password
+// limitWebConfig is a web configuration with the user prometheus (password
 // s3cret), over TLS when tlsOn; tc is the client's TLS configuration for
 // it, nil without TLS.
-func r10Web(t *testing.T, tlsOn bool) (web *WebConfig, tc *tls.Config) {
+func limitWebConfig(t *testing.T, tlsOn bool) (web *WebConfig, tc *tls.Config) {
 	t.Helper()
 	dir := t.TempDir()
 	cert := newTestCert(t, dir, "server")
@@ -77,10 +77,10 @@ func r10Web(t *testing.T, tlsOn bool) (web *WebConfig, tc *tls.Config) {
 	return web, tc
 }
 
-// r10Scrape asks for /metrics on a new connection as Prometheus would
+// scrapeOnce asks for /metrics on a new connection as Prometheus would
 // (with the password when the listener has a web configuration), and
 // returns the status.
-func r10Scrape(addr string, tc *tls.Config, timeout time.Duration) (int, error) {
+func scrapeOnce(addr string, tc *tls.Config, timeout time.Duration) (int, error) {
 	client := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tc}}
 	defer client.CloseIdleConnections()
 	scheme := "http://"
@@ -98,9 +98,9 @@ func r10Scrape(addr string, tc *tls.Config, timeout time.Duration) (int, error) 
 	return resp.StatusCode, nil
 }
 
-// r10Dial opens a connection to addr (over TLS, handshake done, when tc
+// limitDial opens a connection to addr (over TLS, handshake done, when tc
 // is not nil), closed at the test's end.
-func r10Dial(t *testing.T, network, addr string, tc *tls.Config) net.Conn {
+func limitDial(t *testing.T, network, addr string, tc *tls.Config) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout(network, addr, 5*time.Second)
 	if err != nil {
@@ -165,16 +165,16 @@ func TestBodyNeverSent(t *testing.T) {
 				network := "tcp"
 				switch where {
 				case "basic-auth":
-					p.Web, _ = r10Web(t, false)
+					p.Web, _ = limitWebConfig(t, false)
 				case "socket":
 					dir := t.TempDir()
 					os.Chmod(dir, 0o700)
 					p.Socket, p.SocketGID, network = filepath.Join(dir, "m.sock"), -1, "unix"
 				}
-				_, addr := r10Listen(t, p, nil, nil)
+				_, addr := serveLimited(t, p, nil, nil)
 				var attackers []net.Conn
 				for range 2 {
-					c := r10Dial(t, network, addr, nil)
+					c := limitDial(t, network, addr, nil)
 					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n"+head+"\r\n")
 					attackers = append(attackers, c)
 				}
@@ -182,7 +182,7 @@ func TestBodyNeverSent(t *testing.T) {
 				var code int
 				var err error
 				if network == "unix" {
-					c := r10Dial(t, "unix", addr, nil)
+					c := limitDial(t, "unix", addr, nil)
 					c.SetDeadline(time.Now().Add(3 * time.Second))
 					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 					var resp *http.Response
@@ -190,7 +190,7 @@ func TestBodyNeverSent(t *testing.T) {
 						code = resp.StatusCode
 					}
 				} else {
-					code, err = r10Scrape(addr, nil, 3*time.Second)
+					code, err = scrapeOnce(addr, nil, 3*time.Second)
 				}
 				if err != nil || code != 200 {
 					t.Fatalf("scrape: %d, %v; want 200", code, err)
@@ -224,15 +224,15 @@ func TestBodyNeverSent(t *testing.T) {
 func TestPipelinedUnread(t *testing.T) {
 	for _, tlsOn := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
-			web, tc := r10Web(t, tlsOn)
-			_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+			web, tc := limitWebConfig(t, tlsOn)
+			_, addr := serveLimited(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 			flood := strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 100000)
 			for range 2 {
-				c := r10Dial(t, "tcp", addr, tc)
+				c := limitDial(t, "tcp", addr, tc)
 				go io.WriteString(c, flood) // ends when the test closes c
 			}
 			time.Sleep(500 * time.Millisecond)
-			if code, err := r10Scrape(addr, tc, 3*time.Second); err != nil || code != 200 {
+			if code, err := scrapeOnce(addr, tc, 3*time.Second); err != nil || code != 200 {
 				t.Fatalf("scrape: %d, %v; want 200", code, err)
 			}
 		})
@@ -247,11 +247,11 @@ func TestPipelinedUnread(t *testing.T) {
 func TestUnreadNoAuthWriteTimeout(t *testing.T) {
 	big := strings.Repeat("x", 64<<10)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) })
-	_, addr := r10Listen(t, Listeners{MaxConns: 1}, h, func(s *Server) { s.srv.WriteTimeout = time.Second })
-	c := r10Dial(t, "tcp", addr, nil)
+	_, addr := serveLimited(t, Listeners{MaxConns: 1}, h, func(s *Server) { s.srv.WriteTimeout = time.Second })
+	c := limitDial(t, "tcp", addr, nil)
 	go io.WriteString(c, strings.Repeat("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 10000))
 	time.Sleep(300 * time.Millisecond)
-	if code, err := r10Scrape(addr, nil, 10*time.Second); err != nil || code != 200 {
+	if code, err := scrapeOnce(addr, nil, 10*time.Second); err != nil || code != 200 {
 		t.Fatalf("scrape: %d, %v; want 200 once the write timed out", code, err)
 	}
 	if !closedByServer(c) {
@@ -268,9 +268,9 @@ func TestUnreadNoAuthWriteTimeout(t *testing.T) {
 // its connection, so closed requests do not pile up behind bcrypt. The
 // check in progress is played by holding the semaphore.
 func TestWrongPasswordQueue(t *testing.T) {
-	web, _ := r10Web(t, false)
-	s, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
-	if code, err := r10Scrape(addr, nil, 5*time.Second); err != nil || code != 200 {
+	web, _ := limitWebConfig(t, false)
+	s, addr := serveLimited(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+	if code, err := scrapeOnce(addr, nil, 5*time.Second); err != nil || code != 200 {
 		t.Fatalf("first scrape: %d, %v", code, err)
 	}
 	// Its connection gone, so that the newcomers below close none but
@@ -291,18 +291,18 @@ func TestWrongPasswordQueue(t *testing.T) {
 	defer release()
 	wrong := "GET /metrics HTTP/1.1\r\nHost: x\r\n" + basicHeader("prometheus", "wrong") + "\r\n"
 	for range 2 {
-		io.WriteString(r10Dial(t, "tcp", addr, nil), wrong)
+		io.WriteString(limitDial(t, "tcp", addr, nil), wrong)
 	}
 	if !eventually(func() bool { return waitingChecks()-base == 2 }) {
 		t.Fatalf("%d checks waiting, want 2", waitingChecks()-base)
 	}
-	if code, err := r10Scrape(addr, nil, 3*time.Second); err != nil || code != 200 {
+	if code, err := scrapeOnce(addr, nil, 3*time.Second); err != nil || code != 200 {
 		t.Fatalf("scrape with a remembered password while wrong ones wait: %d, %v; want 200", code, err)
 	}
 	// A flood of wrong passwords: each newcomer closes a waiting one,
 	// whose check gives up; at most the slots' worth keep waiting.
 	for range 30 {
-		io.WriteString(r10Dial(t, "tcp", addr, nil), wrong)
+		io.WriteString(limitDial(t, "tcp", addr, nil), wrong)
 		time.Sleep(2 * time.Millisecond)
 	}
 	if !eventually(func() bool { return waitingChecks()-base <= 2 }) {
@@ -319,8 +319,8 @@ func TestWrongPasswordQueue(t *testing.T) {
 // listeners now speak HTTP/1.1 only (Prometheus' scrapes do). Unencrypted
 // HTTP/2 (prior knowledge) is not served either.
 func TestHTTP2Slots(t *testing.T) {
-	web, tc := r10Web(t, true)
-	_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+	web, tc := limitWebConfig(t, true)
+	_, addr := serveLimited(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxConnsPerHost: 1}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	defer tr.CloseIdleConnections()
@@ -356,8 +356,8 @@ func TestHTTP2Slots(t *testing.T) {
 	}
 
 	// h2c with prior knowledge, on a plain listener.
-	_, plain := r10Listen(t, Listeners{MaxConns: 2}, nil, nil)
-	c := r10Dial(t, "tcp", plain, nil)
+	_, plain := serveLimited(t, Listeners{MaxConns: 2}, nil, nil)
+	c := limitDial(t, "tcp", plain, nil)
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 	b, _ := io.ReadAll(c)
@@ -375,7 +375,7 @@ func TestHTTP2Slots(t *testing.T) {
 // 130 KiB a connection at worst. A scrape's headers (under 1 KiB) and
 // 3 KiB more still pass.
 func TestHeaderMemory(t *testing.T) {
-	_, addr := r10Listen(t, Listeners{MaxConns: 64}, nil, nil)
+	_, addr := serveLimited(t, Listeners{MaxConns: 64}, nil, nil)
 	var b strings.Builder
 	b.WriteString("GET /metrics HTTP/1.1\r\nHost: x\r\n")
 	for i := 0; b.Len() < 36<<10; i++ {
@@ -387,7 +387,7 @@ func TestHeaderMemory(t *testing.T) {
 	before := ms.HeapInuse
 	const n = 32
 	for range n {
-		c := r10Dial(t, "tcp", addr, nil)
+		c := limitDial(t, "tcp", addr, nil)
 		// Up to the limit (past it, the server refuses and closes),
 		// and no blank line: the headers are still coming.
 		io.WriteString(c, b.String()[:min(b.Len(), maxHeaderBytes+4096-64)])
@@ -403,7 +403,7 @@ func TestHeaderMemory(t *testing.T) {
 	for _, tc := range []struct {
 		pad, want int
 	}{{3 << 10, 200}, {9 << 10, 431}} {
-		c := r10Dial(t, "tcp", addr, nil)
+		c := limitDial(t, "tcp", addr, nil)
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain;version=0.0.4;q=0.2,*/*;q=0.1\r\nX-Pad: "+strings.Repeat("a", tc.pad)+"\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -422,8 +422,8 @@ func TestHeaderMemory(t *testing.T) {
 // byte: held while the handshake waits, like headers, it costs about
 // 110 KiB a connection, no more than headers at their limit.
 func TestTLSHandshakeMemory(t *testing.T) {
-	web, _ := r10Web(t, true)
-	_, addr := r10Listen(t, Listeners{MaxConns: 64, Web: web}, nil, nil)
+	web, _ := limitWebConfig(t, true)
+	_, addr := serveLimited(t, Listeners{MaxConns: 64, Web: web}, nil, nil)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -431,7 +431,7 @@ func TestTLSHandshakeMemory(t *testing.T) {
 	const n = 32
 	size := 65532
 	for range n {
-		c := r10Dial(t, "tcp", addr, nil)
+		c := limitDial(t, "tcp", addr, nil)
 		msg := make([]byte, 4+size)
 		msg[0], msg[1], msg[2], msg[3] = 1, byte(size>>16), byte(size>>8), byte(size) // ClientHello
 		msg[4], msg[5] = 3, 3
@@ -456,12 +456,12 @@ func TestTLSHandshakeMemory(t *testing.T) {
 // every 20 ms, well within the 10 s header timeout) hold no slot against
 // a newcomer: they have not asked anything yet.
 func TestSlowloris(t *testing.T) {
-	_, addr := r10Listen(t, Listeners{MaxConns: 2}, nil, nil)
+	_, addr := serveLimited(t, Listeners{MaxConns: 2}, nil, nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var slow []net.Conn
 	for range 2 {
-		c := r10Dial(t, "tcp", addr, nil)
+		c := limitDial(t, "tcp", addr, nil)
 		slow = append(slow, c)
 		wg.Go(func() {
 			line := "GET /metrics HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: b\r\n", 1000)
@@ -478,7 +478,7 @@ func TestSlowloris(t *testing.T) {
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
-	code, err := r10Scrape(addr, nil, 3*time.Second)
+	code, err := scrapeOnce(addr, nil, 3*time.Second)
 	close(stop)
 	wg.Wait()
 	if err != nil || code != 200 {
@@ -494,19 +494,19 @@ func TestSlowloris(t *testing.T) {
 // against a newcomer, and closing them does not wait for them (the 5 s
 // of tls.Conn.Close's alert).
 func TestTLSHandshakeStalled(t *testing.T) {
-	web, tc := r10Web(t, true)
-	_, addr := r10Listen(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
+	web, tc := limitWebConfig(t, true)
+	_, addr := serveLimited(t, Listeners{MaxConns: 2, Web: web}, nil, nil)
 	// A ClientHello's record header and the start of its body.
 	hello := []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}
 	var stalled []net.Conn
 	for range 3 {
-		c := r10Dial(t, "tcp", addr, nil)
+		c := limitDial(t, "tcp", addr, nil)
 		c.Write(hello)
 		stalled = append(stalled, c)
 	}
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	if code, err := r10Scrape(addr, tc, 4*time.Second); err != nil || code != 200 {
+	if code, err := scrapeOnce(addr, tc, 4*time.Second); err != nil || code != 200 {
 		t.Fatalf("scrape: %d, %v; want 200", code, err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
@@ -534,57 +534,57 @@ func TestSlotLeaks(t *testing.T) {
 			p := Listeners{MaxConns: 3}
 			var tc *tls.Config
 			if tlsOn {
-				p.Web, tc = r10Web(t, true)
+				p.Web, tc = limitWebConfig(t, true)
 			}
-			s, addr := r10Listen(t, p, h, func(s *Server) { s.srv.ErrorLog = log0() })
+			s, addr := serveLimited(t, p, h, func(s *Server) { s.srv.ErrorLog = log0() })
 			ll := s.ln.(*limitListener)
 			ask := "GET /metrics HTTP/1.1\r\nHost: x\r\n" + basicHeader("prometheus", "s3cret") + "\r\n"
 			endings := map[string]func(){
-				"silent": func() { r10Dial(t, "tcp", addr, nil).Close() },
+				"silent": func() { limitDial(t, "tcp", addr, nil).Close() },
 				"half-headers": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, "GET /metr")
 					c.Close()
 				},
 				"asked-unread": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, ask)
 					c.Close()
 				},
 				"reset": func() {
-					c := r10Dial(t, "tcp", addr, nil)
+					c := limitDial(t, "tcp", addr, nil)
 					c.(*net.TCPConn).SetLinger(0)
 					io.WriteString(c, ask)
 					c.Close()
 				},
 				"too-large": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX: "+strings.Repeat("a", 40<<10)+"\r\n\r\n")
 					c.Close() // the server answers 431 and waits 0.5 s for us to go
 				},
 				"malformed": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, "NOT HTTP\r\n\r\n")
 					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					io.Copy(io.Discard, c)
 					c.Close()
 				},
 				"body": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabc")
 					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					io.Copy(io.Discard, c)
 					c.Close()
 				},
 				"panic": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, strings.Replace(ask, "/metrics", "/panic", 1))
 					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					io.Copy(io.Discard, c)
 					c.Close()
 				},
 				"answered": func() {
-					c := r10Dial(t, "tcp", addr, tc)
+					c := limitDial(t, "tcp", addr, tc)
 					io.WriteString(c, ask)
 					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 					if err == nil {
@@ -596,7 +596,7 @@ func TestSlotLeaks(t *testing.T) {
 					if !tlsOn {
 						return
 					}
-					c := r10Dial(t, "tcp", addr, nil)
+					c := limitDial(t, "tcp", addr, nil)
 					io.WriteString(c, ask)
 					c.SetReadDeadline(time.Now().Add(5 * time.Second))
 					io.Copy(io.Discard, c)
@@ -606,7 +606,7 @@ func TestSlotLeaks(t *testing.T) {
 					if !tlsOn {
 						return
 					}
-					c := r10Dial(t, "tcp", addr, nil)
+					c := limitDial(t, "tcp", addr, nil)
 					tls.Client(c, &tls.Config{ServerName: "127.0.0.1"}).Handshake() // untrusted: aborts
 					c.Close()
 				},
@@ -618,7 +618,7 @@ func TestSlotLeaks(t *testing.T) {
 				// A newcomer closing held connections, too.
 				var held []net.Conn
 				for range 5 {
-					held = append(held, r10Dial(t, "tcp", addr, tc))
+					held = append(held, limitDial(t, "tcp", addr, tc))
 				}
 				for _, c := range held {
 					c.Close()
@@ -629,7 +629,7 @@ func TestSlotLeaks(t *testing.T) {
 			}
 			var conns []net.Conn
 			for range 8 {
-				c := r10Dial(t, "tcp", addr, tc)
+				c := limitDial(t, "tcp", addr, tc)
 				c.SetDeadline(time.Now().Add(5 * time.Second))
 				io.WriteString(c, ask)
 				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -652,7 +652,7 @@ func TestSlotLeaks(t *testing.T) {
 // client (Prometheus') sends the request again on a new connection, and
 // every scrape is answered while a flood of idle connections runs.
 func TestEvictedRequestRetried(t *testing.T) {
-	_, addr := r10Listen(t, Listeners{MaxConns: 8}, nil, nil)
+	_, addr := serveLimited(t, Listeners{MaxConns: 8}, nil, nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -708,10 +708,10 @@ func TestShutdownWhileAcceptWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, servers) }()
-	busy := r10Dial(t, "tcp", addr, nil)
+	busy := limitDial(t, "tcp", addr, nil)
 	io.WriteString(busy, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-started
-	waiting := r10Dial(t, "tcp", addr, nil)
+	waiting := limitDial(t, "tcp", addr, nil)
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	time.Sleep(100 * time.Millisecond)
@@ -743,16 +743,16 @@ func TestManySlots(t *testing.T) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < 2*maxMaxConnections+256 {
 		t.Skipf("needs %d descriptors (RLIMIT_NOFILE %d)", 2*maxMaxConnections+256, rl.Cur)
 	}
-	s, addr := r10Listen(t, Listeners{MaxConns: maxMaxConnections}, nil, nil)
+	s, addr := serveLimited(t, Listeners{MaxConns: maxMaxConnections}, nil, nil)
 	ll := s.ln.(*limitListener)
 	var conns []net.Conn
 	for range maxMaxConnections {
-		conns = append(conns, r10Dial(t, "tcp", addr, nil))
+		conns = append(conns, limitDial(t, "tcp", addr, nil))
 	}
 	if !eventually(func() bool { return len(ll.slots) == maxMaxConnections }) {
 		t.Fatalf("%d slots taken, want %d", len(ll.slots), maxMaxConnections)
 	}
-	if code, err := r10Scrape(addr, nil, 5*time.Second); err != nil || code != 200 {
+	if code, err := scrapeOnce(addr, nil, 5*time.Second); err != nil || code != 200 {
 		t.Fatalf("scrape: %d, %v", code, err)
 	}
 	if !closedByServer(conns[0]) {

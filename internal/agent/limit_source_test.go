@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// r11Slow is a handler whose /slow requests stay served until release
+// slowHandler is a handler whose /slow requests stay served until release
 // is closed or their connection goes, counting those begun on started.
-func r11Slow(release chan struct{}, started *sync.WaitGroup) http.Handler {
+func slowHandler(release chan struct{}, started *sync.WaitGroup) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			started.Done()
@@ -30,10 +30,10 @@ func r11Slow(release chan struct{}, started *sync.WaitGroup) http.Handler {
 	})
 }
 
-// r11Hold starts n requests for base+"/slow" with client and waits
+// holdSlots starts n requests for base+"/slow" with client and waits
 // until they are all served; their errors arrive on the channel
 // returned.
-func r11Hold(t *testing.T, client *http.Client, base string, n int, started *sync.WaitGroup) <-chan error {
+func holdSlots(t *testing.T, client *http.Client, base string, n int, started *sync.WaitGroup) <-chan error {
 	t.Helper()
 	errs := make(chan error, 2*n)
 	hold := func() {
@@ -70,9 +70,9 @@ func r11Hold(t *testing.T, client *http.Client, base string, n int, started *syn
 	}
 }
 
-// r11WantCut fails t unless one of the hog's held requests ends with an
+// wantCut fails t unless one of the hog's held requests ends with an
 // error (its connection closed to make room) within 5 s.
-func r11WantCut(t *testing.T, hogs <-chan error) {
+func wantCut(t *testing.T, hogs <-chan error) {
 	t.Helper()
 	select {
 	case err := <-hogs:
@@ -84,10 +84,10 @@ func r11WantCut(t *testing.T, hogs <-chan error) {
 	}
 }
 
-// r11Answered asks url with c, giving up after 3 s (before a held
+// wantAnswered asks url with c, giving up after 3 s (before a held
 // request's 20 s client timeout could free a slot), and fails the test,
 // naming what asked, unless it is answered; the body is closed.
-func r11Answered(t *testing.T, c *http.Client, url, what string) *http.Response {
+func wantAnswered(t *testing.T, c *http.Client, url, what string) *http.Response {
 	t.Helper()
 	c.Timeout = 3 * time.Second
 	resp, err := c.Get(url)
@@ -98,8 +98,8 @@ func r11Answered(t *testing.T, c *http.Client, url, what string) *http.Response 
 	return resp
 }
 
-// r11Dial opens a TCP connection from ip to addr, closed at the test's end.
-func r11Dial(t *testing.T, ip, addr string) net.Conn {
+// dialFrom opens a TCP connection from ip to addr, closed at the test's end.
+func dialFrom(t *testing.T, ip, addr string) net.Conn {
 	t.Helper()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	c, err := d.Dial("tcp", addr)
@@ -122,9 +122,9 @@ func TestHogQueuesAhead(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, r11Slow(release, &started))
-	hogs := r11Hold(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
-	extra := r11Dial(t, "127.0.0.1", addr)
+	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, slowHandler(release, &started))
+	hogs := holdSlots(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
+	extra := dialFrom(t, "127.0.0.1", addr)
 	io.WriteString(extra, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	if !closedByServer(extra) {
 		t.Error("the hog's connection beyond the limit was kept waiting")
@@ -134,8 +134,8 @@ func TestHogQueuesAhead(t *testing.T) {
 		t.Fatalf("a hog's request ended (%v) for its own newcomer", err)
 	default:
 	}
-	r11Answered(t, fromIP("127.0.0.2"), "http://"+addr+"/metrics", "a scrape from another address behind the hog's extra connection")
-	r11WantCut(t, hogs)
+	wantAnswered(t, fromIP("127.0.0.2"), "http://"+addr+"/metrics", "a scrape from another address behind the hog's extra connection")
+	wantCut(t, hogs)
 }
 
 // TestMappedAddress: on a dual-stack listener (--listen
@@ -169,8 +169,8 @@ func TestMappedAddress(t *testing.T) {
 	}
 }
 
-// r11TLSClient is a client from ip over TLS (tc) that sends the password.
-func r11TLSClient(ip string, tc *tls.Config) *http.Client {
+// tlsClientFrom is a client from ip over TLS (tc) that sends the password.
+func tlsClientFrom(ip string, tc *tls.Config) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	return &http.Client{Timeout: 20 * time.Second, Transport: &authTransport{
 		&http.Transport{DialContext: d.DialContext, TLSClientConfig: tc},
@@ -196,18 +196,18 @@ func TestHogTLS(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(3)
-	web, tc := r10Web(t, true)
-	_, addr := r10Listen(t, Listeners{MaxConns: 3, Web: web}, r11Slow(release, &started), nil)
-	hogs := r11Hold(t, r11TLSClient("127.0.0.1", tc), "https://"+addr, 3, &started)
+	web, tc := limitWebConfig(t, true)
+	_, addr := serveLimited(t, Listeners{MaxConns: 3, Web: web}, slowHandler(release, &started), nil)
+	hogs := holdSlots(t, tlsClientFrom("127.0.0.1", tc), "https://"+addr, 3, &started)
 	begin := time.Now()
-	resp := r11Answered(t, r11TLSClient("127.0.0.2", tc), "https://"+addr+"/metrics", "a scrape from another address")
+	resp := wantAnswered(t, tlsClientFrom("127.0.0.2", tc), "https://"+addr+"/metrics", "a scrape from another address")
 	if resp.StatusCode != 200 {
 		t.Fatalf("scrape: %d", resp.StatusCode)
 	}
 	if d := time.Since(begin); d > 2*time.Second {
 		t.Errorf("scrape took %v", d)
 	}
-	r11WantCut(t, hogs)
+	wantCut(t, hogs)
 }
 
 // TestCountsAfterChurn: the rule's closes raced with the
@@ -233,7 +233,7 @@ func TestCountsAfterChurn(t *testing.T) {
 		}
 		io.WriteString(w, "figures\n")
 	})
-	s, addr := r10Listen(t, Listeners{MaxConns: 3}, h, nil)
+	s, addr := serveLimited(t, Listeners{MaxConns: 3}, h, nil)
 	ll := s.ln.(*limitListener)
 	hog, other := fromIP("127.0.0.1"), fromIP("127.0.0.2")
 	// A fresh connection per request: net/http's client sends a GET

@@ -21,7 +21,7 @@ import (
 // returns the TCP address and the server.
 func listenLimited(t *testing.T, p Listeners, h http.Handler) (string, *Server) {
 	t.Helper()
-	s, addr := r10Listen(t, p, h, nil)
+	s, addr := serveLimited(t, p, h, nil)
 	return addr, s
 }
 
@@ -298,7 +298,7 @@ func TestMaxConnectionsSocket(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o700)
 	sock := filepath.Join(dir, "m.sock")
-	r10Listen(t, Listeners{Socket: sock, SocketGID: -1, MaxConns: 3}, nil, nil)
+	serveLimited(t, Listeners{Socket: sock, SocketGID: -1, MaxConns: 3}, nil, nil)
 	var conns []net.Conn
 	for range 10 {
 		c, err := net.Dial("unix", sock)
@@ -367,14 +367,14 @@ func TestMaxConnectionsHog(t *testing.T) {
 	defer close(release)
 	var started sync.WaitGroup
 	started.Add(4)
-	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, r11Slow(release, &started))
-	hogs := r11Hold(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
+	addr, _ := listenLimited(t, Listeners{MaxConns: 4}, slowHandler(release, &started))
+	hogs := holdSlots(t, fromIP("127.0.0.1"), "http://"+addr, 4, &started)
 	resp, err := fromIP("127.0.0.2").Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("a newcomer from another address: %v", err)
 	}
 	resp.Body.Close()
-	r11WantCut(t, hogs)
+	wantCut(t, hogs)
 }
 
 // TestSourceOf: TCP peers are told apart by address (loopback ones

@@ -20,9 +20,9 @@ import (
 // of a closed channel, no goroutine left). In a process of its own, as
 // TestInterruptibleViewHangup.
 func TestInterruptibleView(t *testing.T) {
-	if os.Getenv("MEMWHO_TEST_R15_VIEW") == "" {
+	if os.Getenv("MEMWHO_TEST_VIEW_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestInterruptibleView$", "-test.v")
-		cmd.Env = append(os.Environ(), "MEMWHO_TEST_R15_VIEW=1")
+		cmd.Env = append(os.Environ(), "MEMWHO_TEST_VIEW_CHILD=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestInterruptibleView") {
 			t.Fatalf("%v:\n%s", err, out)

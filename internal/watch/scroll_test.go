@@ -23,9 +23,9 @@ import (
 // The fifteenth review (docs/safe.md): scrolling (f8bd37f's sibling,
 // 49f2a0e) and the hang-up channel (f8bd37f).
 
-// r15Total is the end of the total line for above rows scrolled past and
+// totalLabelLine is the end of the total line for above rows scrolled past and
 // below rows under the screen, as the view writes it.
-func r15Total(above, below int) string {
+func totalLabelLine(above, below int) string {
 	switch {
 	case above > 0 && below > 0:
 		return fmt.Sprintf("total (↑%d ↓%d)", above, below)
@@ -37,10 +37,10 @@ func r15Total(above, below int) string {
 	return "total"
 }
 
-// r15Check checks the invariants of a scrolled model: top within the
+// checkScroll checks the invariants of a scrolled model: top within the
 // rows, a screen that fits, and (when the total line is on screen and
 // wide enough to read) the rows above and below as top says.
-func r15Check(t *testing.T, what string, m Model) {
+func checkScroll(t *testing.T, what string, m Model) {
 	t.Helper()
 	n, room := m.rowCount(), m.rowRoom()
 	if m.top < 0 || m.top > max(n-room, 0) {
@@ -54,7 +54,7 @@ func r15Check(t *testing.T, what string, m Model) {
 	lines := strings.Split(screen, "\n")
 	above := min(m.top, max(n-room, 0))
 	below := max(n-above-room, 0)
-	if got, want := strings.TrimRight(lines[len(lines)-1], " "), r15Total(above, below); !strings.HasSuffix(got, want) {
+	if got, want := strings.TrimRight(lines[len(lines)-1], " "), totalLabelLine(above, below); !strings.HasSuffix(got, want) {
 		t.Errorf("%s: total line %q, want it to end %q", what, got, want)
 	}
 	if shown := len(lines) - headerLines - 1; shown != n-above-below {
@@ -75,11 +75,11 @@ func TestScrollSizes(t *testing.T) {
 					p := m
 					for range reps {
 						p, _ = press(p, k)
-						r15Check(t, fmt.Sprintf("%d×%d %s×%d", w, h, k, reps), p)
+						checkScroll(t, fmt.Sprintf("%d×%d %s×%d", w, h, k, reps), p)
 					}
 					for _, k2 := range keys {
 						q, _ := press(p, k2)
-						r15Check(t, fmt.Sprintf("%d×%d %s×%d %s", w, h, k, reps, k2), q)
+						checkScroll(t, fmt.Sprintf("%d×%d %s×%d %s", w, h, k, reps, k2), q)
 					}
 				}
 			}
@@ -107,7 +107,7 @@ func TestResizeWhileScrolled(t *testing.T) {
 		if m.top != tc.top {
 			t.Errorf("resized to height %d: top %d, want %d", tc.h, m.top, tc.top)
 		}
-		r15Check(t, fmt.Sprintf("height %d", tc.h), m)
+		checkScroll(t, fmt.Sprintf("height %d", tc.h), m)
 		// Scroll to the end again at every size but the last (a shorter
 		// terminal keeps the first row on screen, not the last page).
 		if tc.h != 10 {
@@ -214,7 +214,7 @@ func TestPromptAndHelp(t *testing.T) {
 				t.Errorf("%s: %#v: top %d, prompt %v, input %q", tc.name, ev, p.top, p.prompt, p.input)
 			}
 		}
-		r15Check(t, tc.name, p)
+		checkScroll(t, tc.name, p)
 	}
 	// On the help screen each closes the help, and does nothing else.
 	for _, ev := range evs {
@@ -223,7 +223,7 @@ func TestPromptAndHelp(t *testing.T) {
 		if p.top != 1 || p.help {
 			t.Errorf("help: %#v: top %d, help open %v", ev, p.top, p.help)
 		}
-		r15Check(t, "help", p)
+		checkScroll(t, "help", p)
 	}
 	// A paste of the sequences: at the prompt it is text (shown escaped),
 	// elsewhere nothing; never a scroll.
@@ -242,12 +242,12 @@ func TestPromptAndHelp(t *testing.T) {
 		if p.prompt != (len(open) > 0 && open[0] == "/") || p.prompt && p.input != seqs {
 			t.Errorf("%q, a paste: prompt %v input %q", open, p.prompt, p.input)
 		}
-		r15Check(t, fmt.Sprintf("paste after %q", open), p)
+		checkScroll(t, fmt.Sprintf("paste after %q", open), p)
 	}
 }
 
-// r15Hosts is a host of n processes, each its own program.
-func r15Host(n int) []proc {
+// scrollHosts is a host of n processes, each its own program.
+func scrollHost(n int) []proc {
 	procs := make([]proc, n)
 	for i := range procs {
 		procs[i] = proc{pid: 100 + i, name: fmt.Sprintf("worker-%05d", i), ram: constant(uint64(i+1) * 64 * kiB)}
@@ -267,7 +267,7 @@ func TestKeyFlood(t *testing.T) {
 	m := NewModel(nil, Options{Interval: time.Second, By: sample.ByPID})
 	m, _ = m.Update(SizeMsg{Width: 100, Height: 40})
 	for i := range 3 {
-		m.Add(snapshot(i, time.Second, r15Host(2000)))
+		m.Add(snapshot(i, time.Second, scrollHost(2000)))
 	}
 	m.filter = regexp.MustCompile(`(?i)w.*r.*k.*e.*r.*9$`)
 	flood := []byte(strings.Repeat("\x1b[6~", 256))
@@ -306,7 +306,7 @@ func TestKeyFlood(t *testing.T) {
 	if n := q.rowCount(); n != 10 {
 		t.Errorf("by program: counted %d, want 10", n)
 	}
-	q.Add(snapshot(3, time.Second, r15Host(5)))
+	q.Add(snapshot(3, time.Second, scrollHost(5)))
 	if n := q.rowCount(); n != 5 {
 		t.Errorf("after a refresh with 5 processes: counted %d, want 5", n)
 	}
@@ -329,14 +329,14 @@ func TestScrollProperty(t *testing.T) {
 			case r == 0:
 				m, _ = m.Update(SizeMsg{Width: widths[rng.IntN(len(widths))], Height: heights[rng.IntN(len(heights))]})
 			case r == 1:
-				*m.snap = *snapshot(100+step, time.Second, r15Host(rng.IntN(40)))
+				*m.snap = *snapshot(100+step, time.Second, scrollHost(rng.IntN(40)))
 				m, _ = m.Update(snapshotMsg{started: time.Now()})
 			case r == 2:
 				m, _ = m.Update(term.Paste{Text: "\x1b[6~o"})
 			default:
 				m, _ = press(m, keys[rng.IntN(len(keys))])
 			}
-			r15Check(t, what, m)
+			checkScroll(t, what, m)
 			if t.Failed() {
 				t.Fatalf("%s: stopping", what)
 			}
@@ -344,17 +344,17 @@ func TestScrollProperty(t *testing.T) {
 	}
 }
 
-// r15Term is a fakeTerm of a given size.
-type r15Term struct {
+// scrollTerm is a fakeTerm of a given size.
+type scrollTerm struct {
 	*fakeTerm
 	w, h int
 }
 
-func (r r15Term) Size() (int, int, error) { return r.w, r.h, nil }
+func (r scrollTerm) Size() (int, int, error) { return r.w, r.h, nil }
 
-// r15Wait waits until the output after byte from holds s and returns
+// waitOutputFrom waits until the output after byte from holds s and returns
 // where it ends.
-func r15Wait(t *testing.T, f *fakeTerm, from int, s string) int {
+func waitOutputFrom(t *testing.T, f *fakeTerm, from int, s string) int {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		out, _ := f.output()
@@ -372,31 +372,31 @@ func r15Wait(t *testing.T, f *fakeTerm, from int, s string) int {
 // a paste holding them, modified keys (CSI 5;5~, CSI 1;2H, CSI 1;5F,
 // rxvt's CSI 5^, 7@, 5$, 7$): only the plain keys scroll.
 func TestRunKeys(t *testing.T) {
-	f := r15Term{newFakeTerm(), 80, 7} // 2 rows fit, 7 groups: 5 to scroll
+	f := scrollTerm{newFakeTerm(), 80, 7} // 2 rows fit, 7 groups: 5 to scroll
 	done := make(chan error, 1)
 	go func() {
 		done <- run(context.Background(), f, NewModel(&fakeSampler{}, Options{Interval: time.Hour}))
 	}()
-	at := r15Wait(t, f.fakeTerm, 0, r15Total(0, 5))
+	at := waitOutputFrom(t, f.fakeTerm, 0, totalLabelLine(0, 5))
 	// PgDn in three reads (an ESC that ends a read is the Esc key, by
 	// design: a terminal writes a sequence in one piece).
 	f.keys <- "\x1b["
 	f.keys <- "6"
 	f.keys <- "~"
-	at = r15Wait(t, f.fakeTerm, at, r15Total(2, 3))
+	at = waitOutputFrom(t, f.fakeTerm, at, totalLabelLine(2, 3))
 	f.keys <- strings.Repeat("\x1b[B", 256)
-	at = r15Wait(t, f.fakeTerm, at, r15Total(5, 0))
+	at = waitOutputFrom(t, f.fakeTerm, at, totalLabelLine(5, 0))
 	f.keys <- "\x1b[A\x1b[A"
-	at = r15Wait(t, f.fakeTerm, at, r15Total(3, 2))
+	at = waitOutputFrom(t, f.fakeTerm, at, totalLabelLine(3, 2))
 	f.keys <- "\x1b[200~\x1b[5~\x1b[H\x1b[1~\x1b[B\x1b[6~\x1b[201~" // pasted: nothing
 	f.keys <- "\x1b[5;5~\x1b[1;2H\x1b[1;5F\x1b[6;2~\x1b[1;2B\x1b[5^\x1b[7@"
 	f.keys <- "\x1b[5$"
 	f.keys <- "\x1b[8$"
 	f.keys <- "\x1b[A" // up: the first change since (↑3 ↓2)
-	at = r15Wait(t, f.fakeTerm, at, r15Total(2, 3))
+	at = waitOutputFrom(t, f.fakeTerm, at, totalLabelLine(2, 3))
 	f.keys <- "\x1bO"
 	f.keys <- "H" // Home as SS3, split
-	r15Wait(t, f.fakeTerm, at, r15Total(0, 5))
+	waitOutputFrom(t, f.fakeTerm, at, totalLabelLine(0, 5))
 	f.keys <- "q"
 	if err := wait(t, done); err != nil || f.restored != 1 {
 		t.Errorf("q: %v, restored %d times", err, f.restored)
@@ -438,7 +438,7 @@ func TestRunHangupAnyMoment(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			hangup := make(chan struct{})
-			f := r15Term{newFakeTerm(), 80, 8}
+			f := scrollTerm{newFakeTerm(), 80, 8}
 			done := make(chan error, 1)
 			go func() { done <- run(ctx, f, NewModel(&fakeSampler{}, Options{Interval: time.Hour, Hangup: hangup})) }()
 			waitOutput(t, f.fakeTerm, "RAM used")
@@ -466,9 +466,9 @@ func TestRunHangupAnyMoment(t *testing.T) {
 // its reads and writes fail with EIO, which end the view. Run in a
 // process of its own: it ignores SIGHUP.
 func TestRunNohup(t *testing.T) {
-	if os.Getenv("MEMWHO_TEST_R15_NOHUP") == "" {
+	if os.Getenv("MEMWHO_TEST_NOHUP_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestRunNohup$", "-test.v")
-		cmd.Env = append(os.Environ(), "MEMWHO_TEST_R15_NOHUP=1")
+		cmd.Env = append(os.Environ(), "MEMWHO_TEST_NOHUP_CHILD=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestRunNohup") {
 			t.Fatalf("%v:\n%s", err, out)
@@ -497,16 +497,16 @@ func TestRunNohup(t *testing.T) {
 	}
 }
 
-// r15Writer fails every write after the first with err, after calling
+// scrollWriter fails every write after the first with err, after calling
 // before (nil: nothing).
-type r15Writer struct {
+type scrollWriter struct {
 	n      int
 	err    error
 	before func()
 	out    strings.Builder
 }
 
-func (w *r15Writer) Write(p []byte) (int, error) {
+func (w *scrollWriter) Write(p []byte) (int, error) {
 	w.n++
 	if w.n > 1 && w.err != nil {
 		if w.before != nil {
@@ -546,7 +546,7 @@ func TestPlainHangup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hangup := make(chan struct{})
 			s := &slowSampler{started: make(chan struct{}, 1), release: make(chan struct{})}
-			w := &r15Writer{err: tc.err}
+			w := &scrollWriter{err: tc.err}
 			if tc.hangup == "after" {
 				w.before = func() { time.AfterFunc(50*time.Millisecond, func() { close(hangup) }) }
 			}
@@ -574,7 +574,7 @@ func TestPlainHangup(t *testing.T) {
 		})
 	}
 	// No hang-up channel (a caller without one): the error at once.
-	w := &r15Writer{err: eio}
+	w := &scrollWriter{err: eio}
 	start := time.Now()
 	if err := RunPlain(context.Background(), w, &fakeSampler{}, Options{Interval: time.Millisecond}, nil); err == nil || time.Since(start) > 500*time.Millisecond {
 		t.Errorf("EIO without a hang-up channel: %v after %v", err, time.Since(start))
