@@ -28,6 +28,41 @@ func (e *privEnv) checkReaderAttacked(t *testing.T) {
 	t.Run("reader attacked: other spellings of /proc are walked as the user", e.checkProcSpellings)
 	t.Run("reader attacked: a reader by hand without standard descriptors", e.checkReaderNoStdio)
 	t.Run("reader attacked: stopped while its reader is stopped", e.checkStopWhileReaderStopped)
+	t.Run("reader attacked: the member changes its reader's limits", e.checkReaderLimits)
+	t.Run("reader attacked: no_new_privs set by the member", e.checkNoNewPrivs)
+}
+
+// checkReaderLimits: the reader's ids are the member's, who may change
+// its resource limits while it runs (prlimit(1)): fewer descriptors cost
+// the member's own view processes, a CPU limit of 0 kills the reader,
+// and memwho ends with one error line. Nothing else is reached.
+func (e *privEnv) checkReaderLimits(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit is missing (Debian package util-linux)")
+	}
+	own := e.ownDir(t, "limits")
+	out, code := e.runSh(t, nil, `cd `+own+`
+"$M" watch --plain --interval 0.1 --agent-socket '' >/dev/null 2>err & p=$!
+i=0; r=; while [ -z "$r" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); r=$(cat /proc/$p/task/*/children 2>/dev/null | tr -d ' \n'); done
+sleep 0.3; prlimit --pid $r --nofile=8:8 && echo "nofile lowered"
+sleep 0.5; prlimit --pid $r --cpu=0:0 && echo "cpu lowered"
+wait $p; echo "exit $?"; cat err`)
+	logRun(t, "the reader's limits changed", out, code)
+	if !strings.Contains(out, "nofile lowered") || !strings.Contains(out, "exit 1") || !strings.Contains(out, "memwho: error: scan: the reader ended without a word") {
+		t.Errorf("the reader's limits changed by the member: want its end as one error line, exit 1:\n%s", out)
+	}
+}
+
+// checkNoNewPrivs: with no_new_privs set by the member (setpriv
+// --no-new-privs, or any seccomp filter of theirs, which needs it) the
+// exec gains nothing: memwho is a plain program, starts no reader and
+// shows another user's process as an estimate.
+func (e *privEnv) checkNoNewPrivs(t *testing.T) {
+	out, code := e.runSh(t, nil, fmt.Sprintf(`setpriv --no-new-privs "$M" --by pid -p %d --json 2>&1`, e.target))
+	logRun(t, "no_new_privs", out, code)
+	if exactFor(out, e.target) || !strings.Contains(out, `"accuracy":"estimate"`) {
+		t.Errorf("memwho under the member's no_new_privs:\n%s", out)
+	}
 }
 
 // checkOnlyReaderEffective traces every command the member may run (as
