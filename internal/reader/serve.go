@@ -108,6 +108,9 @@ func serve(args []string, out *os.File) error {
 		NeedCgroup: opt.Cgroup,
 		NoNames:    opt.NoNames,
 		PIDs:       opt.PIDs,
+		// Frame numbers are root's alone (the kernel hides them
+		// from this install); the reader never reads one.
+		NoFrameLookups: privilege.Elevated(),
 		// A report counts the connections after its one walk.
 		Conns: opt.Conns && !opt.Once,
 	})
