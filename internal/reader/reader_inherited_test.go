@@ -152,3 +152,78 @@ func TestReaderInheritedWithoutDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// runReaderRaw is runReader with the environment given to execve as it
+// is (os/exec would drop a key's earlier entries and empty ones).
+func runReaderRaw(t *testing.T, env []string, options string) (kinds, errText string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, out, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.StartProcess(self, []string{Argv0, Command, "--parent=" + strconv.Itoa(os.Getpid())}, &os.ProcAttr{Env: env, Files: []*os.File{in, out, nil}})
+	in.Close()
+	out.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inW.WriteString(options)
+	inW.Close()
+	br := bufio.NewReader(outR)
+	for {
+		var hdr [frameHeader]byte
+		if _, err := ioReadFull(br, hdr[:]); err != nil {
+			break
+		}
+		n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
+		b := make([]byte, n)
+		if _, err := ioReadFull(br, b); err != nil {
+			break
+		}
+		kinds += string(hdr[0])
+		if hdr[0] == frameError {
+			errText = string(b)
+		}
+	}
+	outR.Close()
+	p.Wait()
+	return kinds, errText
+}
+
+// TestReaderRefusesEnvironmentSpellings: the runtime reads a variable
+// from the first entry of its key, and os.Environ lists every first
+// entry (syscall.copyenv drops later entries of a key and empty ones):
+// no spelling of the environment hides a variable the runtime reads from
+// the reader's check. The runtime's own GOTRACEBACK=none is the one
+// variable let through, also when a later entry of it says otherwise
+// (the runtime reads the first; after a privileged exec it rewrites
+// them all).
+func TestReaderRefusesEnvironmentSpellings(t *testing.T) {
+	for _, env := range [][]string{
+		{"GOTRACEBACK=none", "GODEBUG=inittrace=1"},
+		{"", "GOROOT=/root/s"},
+		{"GOROOT=/root/s", "GOROOT="},
+		{"GOROOT=", "GOROOT=/root/s"},
+		{"GODEBUG=x", "GOTRACEBACK=none", "GODEBUG=y"},
+		{"NOEQUALS"},
+		{"=x"},
+	} {
+		kinds, msg := runReaderRaw(t, env, "--once")
+		if kinds != "E" || !strings.Contains(msg, "runs with none") {
+			t.Errorf("environment %q: frames %q, error %q; want one error frame refusing it", env, kinds, msg)
+		}
+	}
+	for _, env := range [][]string{{"GOTRACEBACK=none"}, {"GOTRACEBACK=none", "GOTRACEBACK=crash"}, {""}} {
+		if kinds, msg := runReaderRaw(t, env, "--once"); kinds != "RS" {
+			t.Errorf("environment %q: frames %q, error %q; want ready and a snapshot", env, kinds, msg)
+		}
+	}
+}
