@@ -36,3 +36,27 @@ func TestFrameOfManyLongNames(t *testing.T) {
 		t.Fatalf("the reader's frame of %d processes: %v", n, err)
 	}
 }
+
+// TestFramesIntoOneSnapshot: watch decodes every frame of its reader into
+// the same snapshot. A frame with a process read page by page (a bound)
+// followed by one without any (that process gone, or read whole) made
+// the second's first process carry the bound, and the frame was refused
+// as malformed: the member's watch ended (issue 27, the independent
+// attack; snapshot TestDecodeReusedLeavesNothingBehind).
+func TestFramesIntoOneSnapshot(t *testing.T) {
+	paced := sample.Snapshot{Procs: []sample.Process{{PID: 10, RAM: 8 << 20, Private: 4 << 20, Shared: 4 << 20,
+		Accuracy: sample.Estimate, Cause: sample.CausePaced, Bound: 1 << 20}}}
+	whole := sample.Snapshot{Procs: []sample.Process{{PID: 11, RAM: 4096, Private: 4096}}}
+	var snap sample.Snapshot
+	var deferred []Deferred
+	var err error
+	for i, s := range []*sample.Snapshot{&paced, &whole, &paced} {
+		buf := appendSnapshot(nil, int64(i), nil, s)
+		if deferred, err = parseSnapshot(buf[frameHeader:], &snap, deferred); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if snap.Procs[0] != s.Procs[0] {
+			t.Errorf("frame %d decoded as %+v, want %+v", i, snap.Procs[0], s.Procs[0])
+		}
+	}
+}
