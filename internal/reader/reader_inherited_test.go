@@ -2,7 +2,9 @@ package reader
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -82,25 +84,7 @@ func readerWithInherited(t *testing.T, copies int, nofile uint64, options string
 	}
 	pw.Close()
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	br := bufio.NewReader(out)
-	for {
-		var hdr [frameHeader]byte
-		if _, err := ioReadFull(br, hdr[:]); err != nil {
-			break
-		}
-		n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
-		p := make([]byte, n)
-		if _, err := ioReadFull(br, p); err != nil {
-			break
-		}
-		kinds += string(hdr[0])
-		if hdr[0] == frameError {
-			errText = string(p)
-		}
-		if hdr[0] == frameSnapshot || hdr[0] == frameError {
-			break
-		}
-	}
+	kinds, errText = readFrames(out, true)
 	// Still running (an interval of an hour): the pipe ends only if
 	// the reader closed every copy of its write end.
 	pr.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
@@ -110,16 +94,28 @@ func readerWithInherited(t *testing.T, copies int, nofile uint64, options string
 	return kinds, errText, held
 }
 
-func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
-	got := 0
-	for got < len(b) {
-		n, err := r.Read(b[got:])
-		got += n
-		if err != nil {
-			return got, err
+// readFrames reads a reader's frames from r until it ends (or, with
+// first, its first snapshot or error) and returns their kinds and its
+// error text.
+func readFrames(r io.Reader, first bool) (kinds, errText string) {
+	br := bufio.NewReader(r)
+	for {
+		var hdr [frameHeader]byte
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return kinds, errText
+		}
+		p := make([]byte, binary.BigEndian.Uint32(hdr[1:]))
+		if _, err := io.ReadFull(br, p); err != nil {
+			return kinds, errText
+		}
+		kinds += string(hdr[0])
+		if hdr[0] == frameError {
+			errText = string(p)
+		}
+		if first && (hdr[0] == frameSnapshot || hdr[0] == frameError) {
+			return kinds, errText
 		}
 	}
-	return got, nil
 }
 
 // TestReaderInheritedClosedAsAnyUser: the descriptors a user leaves open
@@ -177,22 +173,7 @@ func runReaderRaw(t *testing.T, env []string, options string) (kinds, errText st
 	}
 	inW.WriteString(options)
 	inW.Close()
-	br := bufio.NewReader(outR)
-	for {
-		var hdr [frameHeader]byte
-		if _, err := ioReadFull(br, hdr[:]); err != nil {
-			break
-		}
-		n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
-		b := make([]byte, n)
-		if _, err := ioReadFull(br, b); err != nil {
-			break
-		}
-		kinds += string(hdr[0])
-		if hdr[0] == frameError {
-			errText = string(b)
-		}
-	}
+	kinds, errText = readFrames(outR, false)
 	outR.Close()
 	p.Wait()
 	return kinds, errText
