@@ -19,9 +19,9 @@ func TestMain(m *testing.M) {
 		//
 		// cli.Main, as main runs it: it starts the runtime's poller
 		// first, whose two descriptors record's free-descriptor
-		// check counts (review8: without it the scripts' record
-		// passed that check with two descriptors fewer than the
-		// installed binary, and failed opening /proc instead).
+		// check counts (without it the scripts' record would pass
+		// that check with two descriptors fewer than the installed
+		// binary, and fail opening /proc instead).
 		"memwho":       func() { cli.Main(run) },
 		"memwho-agent": func() { cli.Main(run) },
 	})

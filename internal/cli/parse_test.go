@@ -46,7 +46,7 @@ func TestParseDaysOdd(t *testing.T) {
 		want time.Duration // -1: refused
 	}{
 		{"0", 0}, {"0d", 0}, {"-0d", -1}, {"+5d", -1}, {"+1h", -1}, {"36500d", 36500 * day}, {"36501d", -1},
-		{"-1d", -1}, {"-1h", -1}, {"-0s", -1 /* since review8: no sign */}, {"1.5d", -1}, {"d", -1}, {"5", -1}, {"5d ", -1}, {" 5d", -1},
+		{"-1d", -1}, {"-1h", -1}, {"-0s", -1 /* no sign */}, {"1.5d", -1}, {"d", -1}, {"5", -1}, {"5d ", -1}, {" 5d", -1},
 		{"9223372036854775807d", -1}, {"2562048h", -1}, {"1h30m", 90 * time.Minute}, {"5D", -1},
 	} {
 		got, err := ParseDays(tc.in)
@@ -77,7 +77,7 @@ func TestParseTimeOdd(t *testing.T) {
 		{"2026-02-30", time.Time{}},
 		{"2026-11-26", time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)},
 		{"0", now.Truncate(time.Millisecond)},
-		{"-0s", time.Time{}}, // since review8: no sign
+		{"-0s", time.Time{}}, // no sign
 		{"-1h", time.Time{}},
 		{"-1d", time.Time{}},
 		{"+1d", time.Time{}}, // ParseUint takes no sign

@@ -313,7 +313,7 @@ func TestViewHostileNames(t *testing.T) {
 }
 
 // BenchmarkKeyFrame is what one key press costs the live view: Update,
-// View and the line diff (review4: a terminal or pipe that floods the
+// View and the line diff (a terminal or pipe that floods the
 // input gets one frame per read, each this much).
 func BenchmarkKeyFrame(b *testing.B) {
 	m := testModel(b, 120, 40, 20, Options{})
