@@ -147,10 +147,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // openWebFile opens a file the web configuration names with the user's
-// rights (privilege.OpenFile), without blocking on a FIFO: the agent then
-// refuses anything but a regular file (agent.OpenFunc).
+// rights, without blocking on a FIFO (the agent then refuses anything but
+// a regular file: agent.OpenFunc). It is called again for a renewed
+// certificate while the walk holds the capabilities a unit granted:
+// privilege.OpenOwnRights opens with the user's rights all the same
+// (privilege.OpenFile would refuse, and the renewal be missed).
 func openWebFile(path string) (*os.File, error) {
-	return privilege.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return privilege.OpenOwnRights(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // options validates the flags into agent options.
