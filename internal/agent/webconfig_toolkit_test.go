@@ -100,8 +100,10 @@ basic_auth_users:
 `
 
 // TestWebConfigAgreesWithToolkit: every file memwho accepts, the toolkit
-// accepts (web.Validate); every file the toolkit accepts and memwho
-// refuses is one of the refusals docs/agent.md lists, said as such.
+// accepts (web.Validate), but for client CAs without a client_auth_type
+// (memwho: RequireAndVerifyClientCert; the toolkit refuses); every file
+// the toolkit accepts and memwho refuses is one of the refusals
+// docs/agent.md lists, said as such.
 func TestWebConfigAgreesWithToolkit(t *testing.T) {
 	dir := t.TempDir()
 	newTestCert(t, dir, "server")
@@ -145,6 +147,8 @@ func TestWebConfigAgreesWithToolkit(t *testing.T) {
 		{"ciphers-tls13", tlsOn + "  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n" + users},
 		{"rate-burst-0", users + "rate_limit:\n  interval: 1s\n"},
 		{"cert-twice", tlsOn + "  cert: |\n" + indent(serverPEM) + users},
+		// Accepted by memwho only (docs/agent.md):
+		{"ca-without-auth-type", tlsOn + "  client_ca_file: clients.crt\n"},
 		// Refused by both:
 		{"plain-password", "basic_auth_users:\n  p: hunter2\n"},
 		{"unknown-key", users + "http_server_config:\n  http3: true\n"},
@@ -166,6 +170,10 @@ func TestWebConfigAgreesWithToolkit(t *testing.T) {
 				t.Fatalf("the file with every key: toolkit %v, memwho %v; want both to accept it", theirs, ours)
 			}
 			switch {
+			case tc.name == "ca-without-auth-type":
+				if ours != nil || theirs == nil {
+					t.Errorf("client CAs without client_auth_type: toolkit %v (want refused), memwho %v (want RequireAndVerifyClientCert)", theirs, ours)
+				}
 			case ours == nil && theirs != nil:
 				t.Errorf("memwho accepts a file the toolkit refuses (%v)", theirs)
 			case ours != nil && theirs == nil:
@@ -552,4 +560,35 @@ func hpackRequest(authority, path, auth string) []byte {
 	b = lit(b, 1, authority)
 	b = lit(b, 4, path)
 	return lit(b, 23, auth)
+}
+
+// FuzzWebConfigToolkit: no file memwho accepts is one exporter-toolkit
+// refuses (its web.Validate), beside a certificate, a key and a CA, but
+// for the one extension docs/agent.md lists: client CAs without a
+// client_auth_type, which memwho reads as RequireAndVerifyClientCert.
+func FuzzWebConfigToolkit(f *testing.F) {
+	f.Add(nodeExporterFile)
+	f.Add("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_ca_file: clients.crt\n")
+	f.Add("basic_auth_users:\n  a: $2y$04$A46x7LsqvNdZ66ecuL0Ji.nbY/vCSI2DAEKmEnu/tU22rOMSNRoj2\nrate_limit: {interval: 1s, burst: 1}\n")
+	f.Add("http_server_config:\n  headers: {X-Frame-Options: deny}\n")
+	dir := f.TempDir()
+	newTestCert(f, dir, "server")
+	newTestCert(f, dir, "clients")
+	f.Fuzz(func(t *testing.T, text string) {
+		p := filepath.Join(dir, "web.yml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadWebConfig(p, nil)
+		if err != nil {
+			return
+		}
+		if err := web.Validate(p); err != nil {
+			if strings.Contains(err.Error(), "without a Client Auth Policy") && c.TLSConfig() != nil &&
+				c.TLSConfig().ClientAuth == tls.RequireAndVerifyClientCert {
+				return
+			}
+			t.Fatalf("memwho accepts what exporter-toolkit refuses (%v):\n%s", err, text)
+		}
+	})
 }
