@@ -56,7 +56,7 @@ import (
 //
 // We implement the format rather than import exporter-toolkit's web
 // package: importing it grows memwho-agent by 4.5 MB (18.02 → 22.52 MB
-// stripped; it links client_golang, oauth2, jwt, x/net/trace with
+// stripped, v0.20.0; it links client_golang, oauth2, jwt, x/net/trace with
 // html/template, go-systemd and vsock), and its server rereads the file
 // on every request and handshake without a size bound, queues password
 // checks behind a mutex nobody can leave, and serves files without
