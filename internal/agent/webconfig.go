@@ -201,7 +201,7 @@ func (c *WebConfig) Warnings() []string { return c.warnings }
 func (c *WebConfig) Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range c.headers {
-			w.Header()[k] = v
+			w.Header().Set(k, v[0]) // not the shared slice: a handler may Add
 		}
 		if c.limit != nil && !c.limit.allow(time.Now()) {
 			http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
