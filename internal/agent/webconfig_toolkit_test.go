@@ -124,6 +124,7 @@ func TestWebConfigAgreesWithToolkit(t *testing.T) {
 		"client_allowed_sans needs",
 		"select nothing",
 		"lets no request through",
+		"is negative",
 		"give one of each pair",
 	}
 	for _, tc := range []struct{ name, text string }{
@@ -146,6 +147,7 @@ func TestWebConfigAgreesWithToolkit(t *testing.T) {
 		{"sans-unverified", tlsOn + "  client_auth_type: RequireAnyClientCert\n  client_allowed_sans: [x]\n" + users},
 		{"ciphers-tls13", tlsOn + "  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n" + users},
 		{"rate-burst-0", users + "rate_limit:\n  interval: 1s\n"},
+		{"rate-negative", users + "rate_limit:\n  interval: -1s\n  burst: 1\n"},
 		{"cert-twice", tlsOn + "  cert: |\n" + indent(serverPEM) + users},
 		// Accepted by memwho only (docs/agent.md):
 		{"ca-without-auth-type", tlsOn + "  client_ca_file: clients.crt\n"},
