@@ -38,6 +38,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen.SocketGroup, "socket-group", "", "")
 	fs.StringVar(&f.listen.TCP, "listen", "", "")
 	fs.StringVar(&f.listen.WebConfig, "web-config", "", "")
+	// node_exporter's spelling, so that its command lines carry over.
+	fs.StringVar(&f.listen.WebConfig, "web.config.file", "", "")
 	fs.BoolVar(&f.listen.NoAuth, "no-auth", false, "")
 	fs.StringVar(&f.listen.DebugSocket, "debug-socket", "", "")
 	fs.StringVar(&f.listen.DebugSocketGroup, "debug-socket-group", "", "")
