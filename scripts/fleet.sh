@@ -171,12 +171,25 @@ realtime() {
 	"$sim" record --db "$url" --hosts "$HOSTS" --procs "$PROCS" --duration "${minutes}m" --realtime \
 		--keep 720h --dir "$work/sim" --db-cpu-user postgres --quiet &
 	local sim_pid=$!
+	# Every 5 s: the server's processes and its client connections (this
+	# psql's own not counted).
+	(
+		while kill -0 "$sim_pid" 2>/dev/null; do
+			printf '%s %s\n' "$(pgrep -c -u postgres)" \
+				"$(psql_ -c "SELECT count(*) - 1 FROM pg_stat_activity WHERE backend_type = 'client backend'" 2>/dev/null || echo 0)"
+			sleep 5
+		done >"$work/conns"
+	) &
+	local mon_pid=$!
 	sleep $((minutes * 30))
 	# Halfway: what 1,000 recorders' connections cost the server.
 	ps -o rss= -u postgres | awk '{r += $1} END {printf "halfway: %d PostgreSQL processes, RSS summed %.0f MiB\n", NR, r/1024}' || true
 	cat $(for p in $(pgrep -u postgres); do echo "/proc/$p/smaps_rollup"; done) 2>/dev/null |
 		awk '/^Pss:/ {s += $2} END {printf "halfway: PostgreSQL PSS summed %.0f MiB (shared memory counted once)\n", s/1024}' || true
 	wait "$sim_pid"
+	wait "$mon_pid" || true
+	awk 'NR > 2 {n++; p += $1; c += $2; if ($1 > mp) mp = $1; if ($2 > mc) mc = $2}
+		END {printf "every 5 s (%d looks): PostgreSQL processes mean %.1f, at most %d; client connections mean %.1f, at most %d\n", n, p/n, mp, c/n, mc}' "$work/conns"
 }
 
 retention() {
@@ -188,6 +201,12 @@ retention() {
 	psql_ -c "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1" | tr '\n' ' '
 	echo
 	psql_ -F' ' -c "SELECT 'samples kept', count(*), to_timestamp(min(ts)/1000.0) AT TIME ZONE 'UTC', to_timestamp(max(ts)/1000.0) AT TIME ZONE 'UTC' FROM samples"
+	# What a drop is made of, by hand on the oldest day left: the count
+	# of the samples it held (a scan of the day), then the DROP itself.
+	local oldest
+	oldest=$(psql_ -c "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1 LIMIT 1")
+	psql_ -F' ' -c "SELECT '$oldest:', pg_size_pretty(pg_total_relation_size('$oldest')), 'in all,', pg_size_pretty(pg_relation_size('$oldest')), 'heap'"
+	psql_ -c '\timing on' -c "SELECT count(*) FROM $oldest" -c "DROP TABLE $oldest" | sed "s/^/by hand: /"
 }
 
 prometheus() {
