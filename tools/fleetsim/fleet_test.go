@@ -56,7 +56,9 @@ func TestFleetPostgres(t *testing.T) {
 	}
 	// Every planted leak is ranked, at its rate within 10% (busy
 	// processes' figures move by 1% of their size at each sample), and
-	// the fastest first of all processes.
+	// the fastest first of all processes. The rate is the growth leaks
+	// ranks and shows (Fit.Growth: the smaller of the window's slope and
+	// its latest half's), which a steady leak keeps through both.
 	c := leaks.NewCollector()
 	if err := st.Samples(ctx, store.Query{Since: rep.Since, Until: rep.Until, Growth: true}, func(s *store.Sample) error {
 		c.Add(s)
@@ -75,7 +77,7 @@ func TestFleetPostgres(t *testing.T) {
 			if first.Host == "" {
 				first = l
 			}
-			ranked[proc{l.Host, l.PID}] = l.Slope
+			ranked[proc{l.Host, l.PID}] = l.Growth
 		}
 	}
 	for _, p := range planted {
