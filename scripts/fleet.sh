@@ -97,6 +97,11 @@ history() {
 	say "record: $HOSTS hosts, $minutes minutes, time-compressed"
 	"$sim" record --db "$url" --hosts "$HOSTS" --procs "$PROCS" --duration "${minutes}m" --start 2026-12-01T00:00:00Z \
 		--keep 720h --dir "$work/sim" --db-cpu-user postgres --quiet
+	# Sessions the server opened during the run (pg_stat_database, this
+	# psql's own included): a recorder at an interval of 30 s or more
+	# closes its connection a second after its write, so time-compressed
+	# it mostly opens one per sample, as a fleet that large would.
+	psql_ -c "SELECT 'connections opened: ' || sessions FROM pg_stat_database WHERE datname = 'fleet'"
 	psql_ -c 'VACUUM ANALYZE samples' >/dev/null
 	local bytes rows samples
 	bytes=$(psql_ -c "SELECT pg_database_size('fleet')")
@@ -117,6 +122,7 @@ history() {
 	head -5 "$work/planted.txt"
 
 	say "export --since 1h: $rows rows to SFTP, next to psql \\copy | gzip"
+	echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
 	mkdir -p "$work/ssh/upload" && chmod 700 "$work/ssh"
 	ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/id"
 	cp "$work/ssh/id.pub" "$work/ssh/authorized_keys"
@@ -151,7 +157,13 @@ history() {
 	md5sum "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz" "$work/psql1.csv.gz" | sed "s|$work/||"
 	if cmp -s "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz"; then echo "memwho's two exports: byte-identical"; else echo "MISMATCH between memwho's two exports"; fi
 	ls -l "$work/ssh/upload/hour1.csv.gz" "$work/psql1.csv.gz" | awk '{printf "%s %.1f MB\n", $NF, $5/1e6}' | sed "s|$work/||"
-	echo "CSV rows: $(gzip -dc "$work/ssh/upload/hour1.csv.gz" | wc -l) lines (header included)"
+	local lines chars
+	read -r lines chars < <(gzip -dc "$work/ssh/upload/hour1.csv.gz" | wc -lc)
+	echo "CSV: $lines lines (header included), $chars bytes uncompressed"
+	# psql's CSV differs from memwho's only where memwho neutralises text
+	# cells (the hostile simulated names): count the lines that differ.
+	paste -d $'\x1f' <(gzip -dc "$work/ssh/upload/hour1.csv.gz") <(gzip -dc "$work/psql1.csv.gz") |
+		awk -F'\037' '$1 != $2 {n++} END {printf "lines that differ from psql'"'"'s: %d of %d\n", n, NR}'
 }
 
 # exportsql prints the SELECT memwho's PostgreSQL export runs (without
