@@ -202,7 +202,11 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 
 	n = int(nprocs)
 	if cap(procs) >= n {
+		// Nothing of the snapshot s held stays: the optional columns
+		// below are skipped when absent, and left the previous values
+		// on whichever process now stands at their index.
 		procs = procs[:n]
+		clear(procs)
 	} else {
 		procs = make([]sample.Process, n)
 	}
