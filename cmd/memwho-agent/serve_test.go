@@ -186,3 +186,19 @@ func TestServeTCPRefused(t *testing.T) {
 		t.Errorf("something listens on %s", addr)
 	}
 }
+
+// TestServeWebConfigFileAlias: node_exporter's --web.config.file is
+// --web-config, so that its command lines carry over: both spellings
+// read the file they name.
+func TestServeWebConfigFileAlias(t *testing.T) {
+	root := proctest.Root(t, "../../internal/proc/testdata/basic.txtar")
+	missing := filepath.Join(t.TempDir(), "no-such-web.yml")
+	for _, flagName := range []string{"--web-config", "--web.config.file"} {
+		var stderr syncBuffer
+		code := run(context.Background(), []string{"serve", "--proc", root, "--conns=false", "--once",
+			"--listen", "127.0.0.1:0", flagName, missing}, io.Discard, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), "no-such-web.yml") {
+			t.Errorf("%s %s: exit %d, stderr %q: want the file named in an error", flagName, missing, code, stderr.String())
+		}
+	}
+}
