@@ -202,7 +202,14 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 
 	n = int(nprocs)
 	if cap(procs) >= n {
+		// Cleared: a section left out (the bounds when nothing was
+		// read page by page, the optional columns) leaves its fields
+		// as they were, and they held the last message's processes
+		// (a watch through its reader decodes every tick into the
+		// same snapshot: a bound of the last tick's process on this
+		// one's exact figures, refused by the check below).
 		procs = procs[:n]
+		clear(procs)
 	} else {
 		procs = make([]sample.Process, n)
 	}
