@@ -746,7 +746,7 @@ func (e *Engine) Scan(snap *sample.Snapshot) error {
 		}
 		if cause != sample.CauseNone {
 			// Else the figures' own (ExactFigures, EstimateFigures).
-			rc.p.Cause = cause
+			sample.Refused(&rc.p, cause)
 		}
 		e.name(rc, tick)
 		if rc.fd < 0 && !e.opt.OneShot {

@@ -88,7 +88,7 @@ func (e *Engine) scanOnce(snap *sample.Snapshot, start time.Time) error {
 			continue
 		}
 		if cause != sample.CauseNone {
-			procs[j].Cause = cause
+			sample.Refused(&procs[j], cause)
 		}
 		procs[k] = procs[j]
 		k++

@@ -95,7 +95,9 @@ func TestIntegrationPrivate(t *testing.T) {
 	base := startLoad(t, 1, testload.Spec{})
 	g := startLoad(t, 1, testload.Spec{Private: size})
 	b, c := base.PIDs[0], g.PIDs[0]
-	got := scanPIDs(t, engine.Options{}, b, c)
+	// smaps_rollup's figures: the read page by page, which a process of
+	// 64 MiB reaches, is pinned by TestPacedMatchesRollup.
+	got := scanPIDs(t, engine.Options{PacedMin: -1}, b, c)
 
 	p := got[c]
 	if p.Accuracy != sample.Exact {
@@ -192,7 +194,8 @@ func TestIntegrationCOW(t *testing.T) {
 	base := startLoad(t, 1, testload.Spec{})
 	g := startLoad(t, 1, testload.Spec{COW: size})
 	c, gc := g.PIDs[0], g.COWPIDs[0]
-	got := scanPIDs(t, engine.Options{}, base.PIDs[0], c, gc)
+	// smaps_rollup's figures (as in TestIntegrationPrivate).
+	got := scanPIDs(t, engine.Options{PacedMin: -1}, base.PIDs[0], c, gc)
 	// The grandchild shares the child's runtime memory as well, so the
 	// pair holds one baseline's worth of it, less what either runtime
 	// has written since the fork (its own copy then): runtimeNoise.

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -17,23 +18,22 @@ import (
 func TestPacedMatchesRollup(t *testing.T) {
 	g := startLoad(t, 2, testload.Spec{Private: 80 * miB, FileShared: 16 * miB, OwnText: true})
 	pids := g.All()
-	rollup := scanPIDs(t, engine.Options{PacedMin: -1}, pids...)
-	paced := scanPIDs(t, engine.Options{}, pids...)
 	root := os.Geteuid() == 0
-	for _, pid := range pids {
-		r, p := rollup[pid], paced[pid]
-		t.Logf("pid %d: rollup RAM %s private %s; paced RAM %s private %s bound %s (%v %v)",
-			pid, kb(int64(r.RAM)), kb(int64(r.Private)), kb(int64(p.RAM)), kb(int64(p.Private)), kb(int64(p.Bound)), p.Accuracy, p.Cause)
-		if p.Private != r.Private {
-			t.Errorf("pid %d: Private %d, smaps_rollup %d", pid, p.Private, r.Private)
+	// The shares of the test binary's pages move while other processes
+	// map it (other tests, other engineers' builds): a round is taken
+	// again, up to five times, until the two reads agree.
+	var rollup map[int]sample.Process
+	for round := 1; ; round++ {
+		var msgs []string
+		rollup, msgs = pacedRound(t, pids, root)
+		if len(msgs) == 0 {
+			break
 		}
-		if root {
-			if p.RAM != r.RAM || p.Shared != r.Shared || p.PssAnon != r.PssAnon || p.PssFile != r.PssFile ||
-				p.Accuracy != sample.Exact || p.Bound != 0 {
-				t.Errorf("pid %d as root: paced %+v, smaps_rollup %+v", pid, p, r)
+		if round == 5 {
+			for _, m := range msgs {
+				t.Error(m)
 			}
-		} else if p.Cause == sample.CausePaced && (p.RAM < r.RAM || p.RAM > r.RAM+p.Bound+kiB) {
-			t.Errorf("pid %d: RAM %d (bound %d), smaps_rollup %d", pid, p.RAM, p.Bound, r.RAM)
+			break
 		}
 	}
 
@@ -55,4 +55,28 @@ func TestPacedMatchesRollup(t *testing.T) {
 			t.Errorf("incremental pid %d: Private %d, smaps_rollup %d", p.PID, p.Private, rollup[p.PID].Private)
 		}
 	}
+}
+
+// pacedRound scans pids by smaps_rollup and page by page, and returns
+// the rollup's processes and what disagrees.
+func pacedRound(t *testing.T, pids []int, root bool) (rollup map[int]sample.Process, msgs []string) {
+	rollup = scanPIDs(t, engine.Options{PacedMin: -1}, pids...)
+	paced := scanPIDs(t, engine.Options{}, pids...)
+	for _, pid := range pids {
+		r, p := rollup[pid], paced[pid]
+		t.Logf("pid %d: rollup RAM %s private %s; paced RAM %s private %s bound %s (%v %v)",
+			pid, kb(int64(r.RAM)), kb(int64(r.Private)), kb(int64(p.RAM)), kb(int64(p.Private)), kb(int64(p.Bound)), p.Accuracy, p.Cause)
+		if p.Private != r.Private {
+			msgs = append(msgs, fmt.Sprintf("pid %d: Private %d, smaps_rollup %d", pid, p.Private, r.Private))
+		}
+		if root {
+			if p.RAM != r.RAM || p.Shared != r.Shared || p.PssAnon != r.PssAnon || p.PssFile != r.PssFile ||
+				p.Accuracy != sample.Exact || p.Bound != 0 {
+				msgs = append(msgs, fmt.Sprintf("pid %d as root: paced %+v, smaps_rollup %+v", pid, p, r))
+			}
+		} else if p.Cause == sample.CausePaced && (p.RAM < r.RAM || p.RAM > r.RAM+p.Bound+kiB) {
+			msgs = append(msgs, fmt.Sprintf("pid %d: RAM %d (bound %d), smaps_rollup %d", pid, p.RAM, p.Bound, r.RAM))
+		}
+	}
+	return rollup, msgs
 }

@@ -59,3 +59,12 @@ func EstimateFigures(p *Process, ss *proc.Status) {
 	}
 	p.Swap = ss.VmSwap
 }
+
+// Refused marks p's figures as estimates because its walk was refused or
+// malformed (cause CauseDenied or CauseMalformed). A paced read's bounds
+// do not survive it: they bounded figures the refusal replaced, and a
+// snapshot holding a bound beside another cause is malformed.
+func Refused(p *Process, cause Cause) {
+	p.Accuracy, p.Cause = Estimate, cause
+	p.Bound, p.SwapBound = 0, 0
+}
