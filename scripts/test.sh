@@ -18,8 +18,9 @@ cd "$(dirname "$0")/.."
 # lintian, rpmlint, rpm and cpio check and install the packages
 # (tools/pkg), systemd's systemd-analyze verifies the units, debootstrap
 # makes the Debian root in which a real systemd runs them, catatonit is
-# the pause process of the pods podman kube play runs.
-pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap catatonit)
+# the pause process of the pods podman kube play runs, curl (with HTTP/2
+# and OpenSSL) is a TLS client of the agent's web configuration.
+pkgs=(tmux prometheus postgresql openssh-server openssh-client openssh-sftp-server util-linux libcap2-bin procps passwd time podman runc groff-base zsh fish chromium iproute2 lintian rpmlint rpm cpio systemd debootstrap catatonit curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

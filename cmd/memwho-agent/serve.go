@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/memwho/memwho/internal/agent"
@@ -77,7 +79,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// all the same: a unit file tried with --once must not hide a
 	// mistake (audit of 2026-11-26: --once accepted --listen without
 	// auth, a missing --web-config, --debug-listen).
-	lp, err := f.listen.Plan(privilege.OpenInput)
+	lp, err := f.listen.Plan(openWebFile)
 	if err != nil {
 		return err
 	}
@@ -142,6 +144,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// openWebFile opens a file the web configuration names with the user's
+// rights, without blocking on a FIFO (the agent then refuses anything but
+// a regular file: agent.OpenFunc). It is called again for a renewed
+// certificate while the walk holds the capabilities a unit granted:
+// privilege.OpenOwnRights opens with the user's rights all the same
+// (privilege.OpenFile would refuse, and the renewal be missed).
+func openWebFile(path string) (*os.File, error) {
+	return privilege.OpenOwnRights(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // options validates the flags into agent options.

@@ -72,7 +72,7 @@ var completionCommands = []completion.Command{
 		{Names: []string{"--socket-group"}, Arg: "NAME", Help: "group of the socket (default: the process's group)"},
 		{Names: []string{"--snapshot-socket"}, Arg: "PATH", Help: "serve the latest snapshot to memwho (report and watch answer from it) on a unix socket at PATH (default: snapshot.sock beside --socket; \"\" none); the socket's group and mode 0660"},
 		{Names: []string{"--listen"}, Arg: "ADDR", Help: "also serve metrics on TCP ADDR; needs --web-config or --no-auth"},
-		{Names: []string{"--web-config"}, Arg: "FILE", Help: "TLS and basic auth for --listen, in the format of Prometheus' web configuration file (see docs/agent.md)"},
+		{Names: []string{"--web-config"}, Arg: "FILE", Help: "TLS, client certificates, basic auth, HTTP/2, headers and rate limit for --listen: the file node_exporter's --web.config.file reads, unchanged (see docs/agent.md)"},
 		{Names: []string{"--no-auth"}, Arg: "", Help: "allow --listen without --web-config: anyone who can connect to ADDR reads the figures"},
 		{Names: []string{"--max-connections"}, Arg: "N", Help: "connections each of --socket and --listen holds at once (default 64, at most 4096); when all are taken, the one idle or unserved the longest is closed, else one of a group of peers holding two more than the newcomer's (IPv6 /32 to /64, IPv4 /16 and /24, address; a user on --socket), else new ones wait (docs/agent.md, \"Connections\")"},
 		{Names: []string{"--by"}, Arg: "KEY", Help: "group by program (default), user, cgroup, unit, slice or container", Values: []string{"program", "user", "cgroup", "unit", "slice", "container"}},

@@ -624,6 +624,7 @@ func TestPrivilegedInstall(t *testing.T) {
 	t.Run("attacks", e.checkAttacks)
 
 	e.checkReader(t)
+	e.checkReaderAttacked(t)
 
 	t.Run("sandbox", func(t *testing.T) {
 		stdout, stderr, code := e.run(t, "--sandbox", "--by", "pid", "-p", strconv.Itoa(e.target), "--json")
@@ -751,6 +752,7 @@ func TestPrivilegedSetuid(t *testing.T) {
 		e.capsAtWrite(t, 2, "--sandbox", "--conns", "--by", "pid")
 	})
 	e.checkReader(t)
+	e.checkReaderAttacked(t)
 }
 
 func mustArchive(t *testing.T, name string) *txtar.Archive {

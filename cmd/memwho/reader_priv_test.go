@@ -196,13 +196,7 @@ kill %1 2>/dev/null; wait`)
 			t.Fatal(err)
 		}
 		defer func() { c.Process.Kill(); c.Wait() }()
-		var readers []int
-		for deadline := time.Now().Add(time.Minute); len(readers) == 0 && time.Now().Before(deadline); readers = children(c.Process.Pid) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if len(readers) == 0 {
-			t.Fatal("watch started no reader")
-		}
+		readers := []int{readerOf(t, c.Process.Pid)}
 		// Wait for its first walk (the statm descriptors it keeps):
 		// it has long closed what it inherited by then.
 		walked := func() bool {

@@ -52,13 +52,24 @@ func startReader(ctx context.Context, opt reader.Options) (*reader.Client, error
 		c.Close()
 	}
 	if err != nil {
-		return nil, err
+		return nil, stopped(ctx, err)
 	}
 	if err := privilege.NoNewPrivs(); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// stopped is err, or cli.ErrInterrupted when ctx ended meanwhile (a
+// SIGTERM, SIGINT or SIGHUP): the reader's wait given up, or the reader
+// ended by the same signal as its process group, is the command being
+// stopped, and says so as every command does.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cli.ErrInterrupted
+	}
+	return err
 }
 
 // printNotes writes the reader's notes to stderr, one line each.
@@ -113,7 +124,7 @@ func scanOnce(ctx context.Context, procDir string, opt engine.Options, conns, sa
 		defer c.Close()
 		snap := new(sample.Snapshot)
 		if err := c.Scan(snap); err != nil {
-			return nil, nil, err
+			return nil, nil, stopped(ctx, err)
 		}
 		if sandbox {
 			// This process too: the rest of the run reads only

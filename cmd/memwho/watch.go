@@ -137,6 +137,9 @@ func runWatch(ctx context.Context, hangup <-chan struct{}, args []string, stdout
 			NeedCgroup: live || opt.By.NeedsCgroup(),
 			Conns:      conns,
 		}, interval, stderr)
+		if errors.Is(err, cli.ErrInterrupted) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -106,10 +106,7 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		s := newServer(refuseBody(h), ll)
 		s.srv.ConnState = ll.connState
 		s.srv.ConnContext = ll.connContext
-		// HTTP/1.1 only: an HTTP/2 connection (offered over TLS)
-		// carries up to 250 requests at once, which the limit, counting
-		// connections, would not bound. Prometheus scrapes with
-		// HTTP/1.1.
+		// HTTP/1.1 unless the web configuration allows HTTP/2 (below).
 		s.srv.Protocols = new(http.Protocols)
 		s.srv.Protocols.SetHTTP1(true)
 		return s
@@ -150,7 +147,17 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 			s.srv.TLSConfig = p.Web.TLSConfig()
 			s.tls = true
 		}
+		if p.Web != nil && p.Web.HTTP2() {
+			s.srv.Protocols.SetHTTP2(true)
+			s.srv.HTTP2 = http2Limits()
+			how += ", HTTP/2"
+		}
 		fmt.Fprintf(log, "memwho: serving metrics on %s://%s/metrics (%s)\n", scheme, ln.Addr(), how)
+		if p.Web != nil {
+			for _, w := range p.Web.Warnings() {
+				fmt.Fprintf(log, "memwho: warning: --web-config: %s\n", w)
+			}
+		}
 		if p.Web == nil {
 			fmt.Fprintf(log, "memwho: warning: --no-auth: anyone who can connect to %s reads the figures\n", ln.Addr())
 		} else if !s.tls && !loopback(p.TCP) {
@@ -177,6 +184,26 @@ func (p Listeners) Listen(metrics http.Handler, scrapeTimeout time.Duration, log
 		fmt.Fprintf(log, "memwho: serving pprof on unix socket %s\n", ln.Addr())
 	}
 	return out, nil
+}
+
+// http2Limits bounds an HTTP/2 connection as an HTTP/1.1 one is bounded:
+// one request at a time (an HTTP/2 connection would otherwise carry 250
+// at once, which --max-connections, counting connections, would not
+// bound; the access check and protect see one request per connection, as
+// with HTTP/1.1), header tables and frames at the protocol's minimum, and
+// 64 KiB of request body buffered (nothing the agent serves takes a body:
+// refuseBody).
+func http2Limits() *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          1,
+		MaxDecoderHeaderTableSize:     4 << 10,
+		MaxEncoderHeaderTableSize:     4 << 10,
+		MaxReadFrameSize:              16 << 10,
+		MaxReceiveBufferPerConnection: 64 << 10,
+		MaxReceiveBufferPerStream:     64 << 10,
+		SendPingTimeout:               time.Minute,
+		PingTimeout:                   15 * time.Second,
+	}
 }
 
 // Serve serves until ctx is done or a server fails, then shuts every

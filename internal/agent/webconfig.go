@@ -15,8 +15,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -26,30 +29,46 @@ import (
 // WebConfig is the access control of the agent's TCP listener, read from
 // a file in the format of Prometheus' web configuration file (the
 // web-config.yml of prometheus/exporter-toolkit, which node_exporter and
-// Prometheus itself read), restricted to the part that decides who reads
-// the figures:
+// Prometheus itself read). Every key of exporter-toolkit v0.20.0 is read:
 //
 //	tls_server_config:
-//	  cert_file: server.crt        # relative paths are relative to the file
-//	  key_file: server.key
+//	  cert_file: server.crt        # or cert: inline PEM; relative paths are relative to the file
+//	  key_file: server.key         # or key: inline PEM
 //	  client_auth_type: RequireAndVerifyClientCert
-//	  client_ca_file: clients-ca.crt
-//	  min_version: TLS12           # TLS12 (default) or TLS13
+//	  client_ca_file: clients-ca.crt   # or client_ca: inline PEM
+//	  client_allowed_sans: [prometheus.example.org]
+//	  min_version: TLS12           # TLS10, TLS11 (warned), TLS12 (default), TLS13
 //	  max_version: TLS13
+//	  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]
+//	  curve_preferences: [X25519, CurveP256]
+//	  prefer_server_cipher_suites: true   # accepted, no effect (as in exporter-toolkit)
+//	http_server_config:
+//	  http2: true                  # the default; at most one request at a time per connection
+//	  headers: {X-Frame-Options: deny}
+//	rate_limit: {interval: 1s, burst: 10}
 //	basic_auth_users:
 //	  prometheus: $2y$10$...       # bcrypt hash of the password
 //
-// Any other key is an error, not ignored: a setting memwho does not
-// apply must not look applied.
+// A file is either served as exporter-toolkit serves it, or refused with
+// the reason (docs/agent.md lists the differences): a setting memwho does
+// not apply must not look applied, and a file that lets anyone read the
+// figures is --no-auth in disguise.
 //
-// We implement this subset rather than import exporter-toolkit's web
-// package: that package links client_golang, oauth2, jwt, x/net and
-// go-systemd into the binary (+4.9 MB, 18.6 → 23.5 MB stripped, measured
-// with v0.20.0), for features (systemd socket activation, rate limits,
-// inline secrets) the agent does not need. See docs/agent.md.
+// We implement the format rather than import exporter-toolkit's web
+// package: importing it grows memwho-agent by 4.5 MB (18.02 → 22.52 MB
+// stripped, v0.20.0; it links client_golang, oauth2, jwt, x/net/trace with
+// html/template, go-systemd and vsock), and its server rereads the file
+// on every request and handshake without a size bound, queues password
+// checks behind a mutex nobody can leave, and serves files without
+// access control. See docs/agent.md.
 type WebConfig struct {
-	tls  *tls.Config // nil: plain HTTP
-	auth *basicAuth  // nil: no basic auth
+	tls     *tls.Config // nil: plain HTTP
+	auth    *basicAuth  // nil: no basic auth
+	http2   bool        // serve HTTP/2 to clients that offer it (TLS only)
+	headers http.Header // set on every response
+	limit   *rateLimit  // nil: no rate limit
+	// warnings are said on stderr when the listener starts.
+	warnings []string
 }
 
 // ErrNoAccessControl is returned by LoadWebConfig for a file that lets
@@ -57,34 +76,67 @@ type WebConfig struct {
 // client_auth_type RequireAndVerifyClientCert.
 var ErrNoAccessControl = errors.New("sets no access control (neither basic_auth_users nor client_auth_type: RequireAndVerifyClientCert)")
 
-// webConfigFile is the file's layout.
+// webConfigFile is the file's layout, as exporter-toolkit's web.Config.
 type webConfigFile struct {
 	TLS   *tlsServerConfig  `yaml:"tls_server_config"`
+	HTTP  *httpServerConfig `yaml:"http_server_config"`
+	Rate  *rateLimitConfig  `yaml:"rate_limit"`
 	Users map[string]string `yaml:"basic_auth_users"`
 }
 
 type tlsServerConfig struct {
-	CertFile       string `yaml:"cert_file"`
-	KeyFile        string `yaml:"key_file"`
-	ClientAuthType string `yaml:"client_auth_type"`
-	ClientCAFile   string `yaml:"client_ca_file"`
-	MinVersion     string `yaml:"min_version"`
-	MaxVersion     string `yaml:"max_version"`
+	Cert           string   `yaml:"cert"`
+	Key            string   `yaml:"key"`
+	ClientCA       string   `yaml:"client_ca"`
+	CertFile       string   `yaml:"cert_file"`
+	KeyFile        string   `yaml:"key_file"`
+	ClientAuthType string   `yaml:"client_auth_type"`
+	ClientCAFile   string   `yaml:"client_ca_file"`
+	CipherSuites   []string `yaml:"cipher_suites"`
+	Curves         []string `yaml:"curve_preferences"`
+	MinVersion     string   `yaml:"min_version"`
+	MaxVersion     string   `yaml:"max_version"`
+	// PreferServerCipherSuites has had no effect since Go 1.17;
+	// exporter-toolkit reads and ignores it too.
+	PreferServerCipherSuites bool     `yaml:"prefer_server_cipher_suites"`
+	ClientAllowedSANs        []string `yaml:"client_allowed_sans"`
+}
+
+// enabled is exporter-toolkit's TLSConfig.IsEnabled: whether the section
+// turns TLS on at all.
+func (t *tlsServerConfig) enabled() bool {
+	return t.Cert != "" || t.Key != "" || t.ClientCA != "" || t.CertFile != "" || t.KeyFile != "" ||
+		t.ClientCAFile != "" || t.ClientAuthType != ""
+}
+
+type httpServerConfig struct {
+	HTTP2   *bool             `yaml:"http2"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+type rateLimitConfig struct {
+	Burst    int           `yaml:"burst"`
+	Interval time.Duration `yaml:"interval"`
 }
 
 // maxConfigFile bounds what LoadWebConfig reads of any file it names.
 const maxConfigFile = 1 << 20
 
-// OpenFunc opens a file named in the configuration. cmd/memwho passes one
-// that opens with the invoking user's rights, not the agent's
-// capabilities.
+// OpenFunc opens a file named in the configuration, for reading, without
+// blocking on a FIFO (O_NONBLOCK). cmd/memwho-agent passes one that opens
+// with the invoking user's rights, not the agent's capabilities.
 type OpenFunc func(path string) (*os.File, error)
 
+// openNonblock is the OpenFunc used when none is given.
+func openNonblock(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
 // LoadWebConfig reads the web configuration file at path, and the
-// certificates and keys it names, through open (os.Open when nil).
+// certificates and keys it names, through open (openNonblock when nil).
 func LoadWebConfig(path string, open OpenFunc) (*WebConfig, error) {
 	if open == nil {
-		open = os.Open
+		open = openNonblock
 	}
 	b, err := readFile(open, path)
 	if err != nil {
@@ -96,10 +148,23 @@ func LoadWebConfig(path string, open OpenFunc) (*WebConfig, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &WebConfig{}
+	c := &WebConfig{http2: true}
 	if f.TLS != nil {
-		if c.tls, err = f.TLS.config(filepath.Dir(path), open); err != nil {
+		if c.tls, err = f.TLS.config(filepath.Dir(path), open, &c.warnings); err != nil {
 			return nil, fmt.Errorf("%s: tls_server_config: %w", path, err)
+		}
+	}
+	if f.HTTP != nil {
+		if f.HTTP.HTTP2 != nil {
+			c.http2 = *f.HTTP.HTTP2
+		}
+		if c.headers, err = checkHeaders(f.HTTP.Headers); err != nil {
+			return nil, fmt.Errorf("%s: http_server_config: headers: %w", path, err)
+		}
+	}
+	if f.Rate != nil && f.Rate.Interval != 0 {
+		if c.limit, err = newRateLimit(f.Rate.Interval, f.Rate.Burst); err != nil {
+			return nil, fmt.Errorf("%s: rate_limit: %w", path, err)
 		}
 	}
 	if len(f.Users) > 0 {
@@ -110,6 +175,9 @@ func LoadWebConfig(path string, open OpenFunc) (*WebConfig, error) {
 	if c.auth == nil && (c.tls == nil || c.tls.ClientAuth != tls.RequireAndVerifyClientCert) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNoAccessControl)
 	}
+	if c.tls == nil {
+		c.http2 = false // HTTP/2 is offered over TLS only
+	}
 	return c, nil
 }
 
@@ -119,13 +187,30 @@ func (c *WebConfig) TLSConfig() *tls.Config { return c.tls }
 // BasicAuth reports whether requests need a user name and password.
 func (c *WebConfig) BasicAuth() bool { return c.auth != nil }
 
-// Handler wraps h so that requests without valid credentials get 401
-// and never reach h (so they never start a walk).
+// HTTP2 reports whether the listener serves HTTP/2 to clients that offer
+// it: http_server_config's http2 (default true), over TLS.
+func (c *WebConfig) HTTP2() bool { return c.http2 }
+
+// Warnings are what the listener says on stderr when it starts: settings
+// applied as asked that weaken it (TLS 1.0 or 1.1).
+func (c *WebConfig) Warnings() []string { return c.warnings }
+
+// Handler wraps h: every response gets the configured headers; beyond the
+// rate limit a request gets 429; requests without valid credentials get
+// 401. Refused requests never reach h (so they never start a walk).
 func (c *WebConfig) Handler(h http.Handler) http.Handler {
-	if c.auth == nil {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range c.headers {
+			w.Header().Set(k, v[0]) // not the shared slice: a handler may Add
+		}
+		if c.limit != nil && !c.limit.allow(time.Now()) {
+			http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+			return
+		}
+		if c.auth == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
 		user, pass, ok := r.BasicAuth()
 		if ok && c.auth.check(r.Context(), user, pass) {
 			h.ServeHTTP(w, r)
@@ -136,12 +221,26 @@ func (c *WebConfig) Handler(h http.Handler) http.Handler {
 	})
 }
 
+// readFile reads a file the configuration names: a regular file (a
+// symlink to one is followed: Kubernetes mounts Secrets that way) of at
+// most maxConfigFile bytes. A FIFO, a device or a directory is refused
+// before anything is read from it.
 func readFile(open OpenFunc, path string) ([]byte, error) {
 	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, modeKind(st.Mode()))
+	}
+	if st.Size() > maxConfigFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigFile)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -152,22 +251,50 @@ func readFile(open OpenFunc, path string) ([]byte, error) {
 	return b, nil
 }
 
+func modeKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}
+
+// clientAuthTypes are exporter-toolkit's names; RequireClientCert is its
+// older name of RequireAnyClientCert.
 var clientAuthTypes = map[string]tls.ClientAuthType{
 	"":                           tls.NoClientCert,
 	"NoClientCert":               tls.NoClientCert,
 	"RequestClientCert":          tls.RequestClientCert,
 	"RequireAnyClientCert":       tls.RequireAnyClientCert,
+	"RequireClientCert":          tls.RequireAnyClientCert,
 	"VerifyClientCertIfGiven":    tls.VerifyClientCertIfGiven,
 	"RequireAndVerifyClientCert": tls.RequireAndVerifyClientCert,
 }
 
-// tlsVersions holds the versions accepted: TLS 1.0 and 1.1 are
-// deprecated (RFC 8996).
-var tlsVersions = map[string]uint16{"TLS12": tls.VersionTLS12, "TLS13": tls.VersionTLS13}
+var tlsVersions = map[string]uint16{
+	"TLS10": tls.VersionTLS10, "TLS11": tls.VersionTLS11,
+	"TLS12": tls.VersionTLS12, "TLS13": tls.VersionTLS13,
+}
 
-func (t *tlsServerConfig) config(dir string, open OpenFunc) (*tls.Config, error) {
-	if t.CertFile == "" || t.KeyFile == "" {
-		return nil, errors.New("cert_file and key_file are both required")
+// curves are exporter-toolkit's names.
+var curves = map[string]tls.CurveID{
+	"CurveP256": tls.CurveP256, "CurveP384": tls.CurveP384, "CurveP521": tls.CurveP521, "X25519": tls.X25519,
+}
+
+func (t *tlsServerConfig) config(dir string, open OpenFunc, warnings *[]string) (*tls.Config, error) {
+	if !t.enabled() {
+		// exporter-toolkit serves plain HTTP then, whatever else the
+		// section says.
+		if t.MinVersion != "" || t.MaxVersion != "" || len(t.CipherSuites) > 0 || len(t.Curves) > 0 || len(t.ClientAllowedSANs) > 0 {
+			return nil, errors.New("TLS settings without a certificate (cert_file or cert): TLS would be off; name the certificate and key, or remove the section")
+		}
+		return nil, nil
 	}
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -175,28 +302,52 @@ func (t *tlsServerConfig) config(dir string, open OpenFunc) (*tls.Config, error)
 		}
 		return filepath.Join(dir, p)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	for _, both := range [][2]string{{t.CertFile, t.Cert}, {t.KeyFile, t.Key}, {t.ClientCAFile, t.ClientCA}} {
+		if both[0] != "" && both[1] != "" {
+			return nil, errors.New("cert and cert_file, key and key_file, client_ca and client_ca_file: give one of each pair, not both")
+		}
+	}
+	if t.CertFile == "" && t.Cert == "" || t.KeyFile == "" && t.Key == "" {
+		return nil, errors.New("a certificate (cert_file or cert) and its key (key_file or key) are both required")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
 	var ok bool
 	if cfg.ClientAuth, ok = clientAuthTypes[t.ClientAuthType]; !ok {
 		return nil, fmt.Errorf("client_auth_type %q: want one of NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert", t.ClientAuthType)
 	}
-	if t.ClientCAFile != "" {
-		pem, err := readFile(open, rel(t.ClientCAFile))
-		if err != nil {
-			return nil, fmt.Errorf("client_ca_file: %w", err)
+	if t.ClientCAFile != "" || t.ClientCA != "" {
+		pem := []byte(t.ClientCA)
+		if t.ClientCAFile != "" {
+			var err error
+			if pem, err = readFile(open, rel(t.ClientCAFile)); err != nil {
+				return nil, fmt.Errorf("client_ca_file: %w", err)
+			}
 		}
 		cfg.ClientCAs = x509.NewCertPool()
 		if !cfg.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client_ca_file %s: no PEM certificate in it", t.ClientCAFile)
+			return nil, errors.New("client_ca_file (or client_ca): no PEM certificate in it")
 		}
-		// Naming the CAs and no client_auth_type is read as "clients
-		// must present a certificate signed by them": the safe reading.
-		if t.ClientAuthType == "" {
+		switch t.ClientAuthType {
+		case "":
+			// Naming the CAs and no client_auth_type is read as "clients
+			// must present a certificate signed by them": the safe
+			// reading (exporter-toolkit refuses such a file).
 			cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		case "NoClientCert":
+			return nil, errors.New("client CAs are named but client_auth_type is NoClientCert: say which clients must present a certificate")
 		}
 	}
 	if (cfg.ClientAuth == tls.VerifyClientCertIfGiven || cfg.ClientAuth == tls.RequireAndVerifyClientCert) && cfg.ClientCAs == nil {
-		return nil, fmt.Errorf("client_auth_type %s needs client_ca_file", t.ClientAuthType)
+		// exporter-toolkit would verify against the system's roots: any
+		// certificate a public CA issued would do.
+		return nil, fmt.Errorf("client_auth_type %s needs client_ca_file (or client_ca): memwho does not take the system's CAs for clients", t.ClientAuthType)
+	}
+	if len(t.ClientAllowedSANs) > 0 {
+		if cfg.ClientAuth != tls.VerifyClientCertIfGiven && cfg.ClientAuth != tls.RequireAndVerifyClientCert {
+			return nil, errors.New("client_allowed_sans needs client_auth_type RequireAndVerifyClientCert (or VerifyClientCertIfGiven): the names of a certificate nobody verified prove nothing")
+		}
+		sans := slices.Clone(t.ClientAllowedSANs)
+		cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error { return checkSANs(raw, sans) }
 	}
 	for _, v := range []struct {
 		name string
@@ -207,14 +358,34 @@ func (t *tlsServerConfig) config(dir string, open OpenFunc) (*tls.Config, error)
 		}
 		n, ok := tlsVersions[v.name]
 		if !ok {
-			return nil, fmt.Errorf("TLS version %q: want TLS12 or TLS13", v.name)
+			return nil, fmt.Errorf("TLS version %q: want TLS10, TLS11, TLS12 or TLS13", v.name)
 		}
 		*v.dst = n
 	}
-	if cfg.MaxVersion != 0 && cfg.MaxVersion < cfg.MinVersion {
+	if cfg.MaxVersion < cfg.MinVersion {
 		return nil, errors.New("max_version is below min_version")
 	}
-	kp := &keyPair{cert: rel(t.CertFile), key: rel(t.KeyFile), open: open}
+	if cfg.MinVersion < tls.VersionTLS12 {
+		*warnings = append(*warnings, fmt.Sprintf("min_version %s: clients may connect with TLS 1.0 or 1.1, deprecated since 2021 (RFC 8996)", t.MinVersion))
+	}
+	for _, name := range t.CipherSuites {
+		id, ok := cipherSuite(name)
+		if !ok {
+			return nil, fmt.Errorf("cipher_suites: unknown cipher %q (Go's secure suites for TLS 1.0 to 1.2: tls.CipherSuites)", name)
+		}
+		cfg.CipherSuites = append(cfg.CipherSuites, id)
+	}
+	if len(cfg.CipherSuites) > 0 && cfg.MinVersion == tls.VersionTLS13 {
+		return nil, errors.New("cipher_suites apply to TLS 1.2 and below, and min_version is TLS13: they would select nothing")
+	}
+	for _, name := range t.Curves {
+		id, ok := curves[name]
+		if !ok {
+			return nil, fmt.Errorf("curve_preferences: unknown curve %q: want CurveP256, CurveP384, CurveP521 or X25519", name)
+		}
+		cfg.CurvePreferences = append(cfg.CurvePreferences, id)
+	}
+	kp := &keyPair{cert: rel(t.CertFile), key: rel(t.KeyFile), certPEM: []byte(t.Cert), keyPEM: []byte(t.Key), open: open}
 	if _, err := kp.get(); err != nil {
 		return nil, err
 	}
@@ -222,46 +393,179 @@ func (t *tlsServerConfig) config(dir string, open OpenFunc) (*tls.Config, error)
 	return cfg, nil
 }
 
-// keyPair is the server's certificate, read again when either file
-// changes, so that a renewed certificate needs no restart (as with
-// exporter-toolkit, which rereads its files per connection).
-type keyPair struct {
-	cert, key string
-	open      OpenFunc
+func cipherSuite(name string) (uint16, bool) {
+	for _, cs := range tls.CipherSuites() {
+		if cs.Name == name {
+			return cs.ID, true
+		}
+	}
+	return 0, false
+}
 
-	mu               sync.Mutex
-	loaded           *tls.Certificate
-	certMod, keyMod  time.Time
-	certSize, keySiz int64
+// checkSANs accepts a client certificate that names one of sans (a DNS
+// name, an e-mail address, an IP address or a URI), as exporter-toolkit
+// does; the chain was verified before.
+func checkSANs(raw [][]byte, sans []string) error {
+	if len(raw) == 0 {
+		return errors.New("client_allowed_sans: no client certificate")
+	}
+	cert, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return fmt.Errorf("client certificate: %w", err)
+	}
+	names := slices.Concat(cert.DNSNames, cert.EmailAddresses)
+	for _, ip := range cert.IPAddresses {
+		names = append(names, ip.String())
+	}
+	for _, u := range cert.URIs {
+		names = append(names, u.String())
+	}
+	for _, n := range names {
+		if slices.Contains(sans, n) {
+			return nil
+		}
+	}
+	return errors.New("client certificate names none of client_allowed_sans")
+}
+
+// extraHeaders are the response headers http_server_config may set, with
+// the values allowed where exporter-toolkit restricts them.
+var extraHeaders = map[string][]string{
+	"Strict-Transport-Security": nil,
+	"X-Content-Type-Options":    {"nosniff"},
+	"X-Frame-Options":           {"deny", "sameorigin"},
+	"X-XSS-Protection":          nil,
+	"Content-Security-Policy":   nil,
+}
+
+func checkHeaders(in map[string]string) (http.Header, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := http.Header{}
+	for k, v := range in {
+		allowed, ok := extraHeaders[k]
+		if !ok {
+			return nil, fmt.Errorf("HTTP header %q can not be configured (Strict-Transport-Security, X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, Content-Security-Policy)", k)
+		}
+		if len(allowed) > 0 && !slices.Contains(allowed, v) {
+			return nil, fmt.Errorf("invalid value for %s: %q, want one of %q", k, v, allowed)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("%s: the value holds a line break or NUL", k)
+		}
+		out.Set(k, v)
+	}
+	return out, nil
+}
+
+// rateLimit is a token bucket shared by every request of the listener,
+// as exporter-toolkit's rate_limit: one token every interval, at most
+// burst kept.
+type rateLimit struct {
+	mu       sync.Mutex
+	interval time.Duration
+	burst    float64
+	tokens   float64
+	last     time.Time
+}
+
+func newRateLimit(interval time.Duration, burst int) (*rateLimit, error) {
+	if interval < 0 {
+		return nil, fmt.Errorf("interval %v is negative", interval)
+	}
+	if burst < 1 {
+		return nil, fmt.Errorf("burst %d lets no request through: give at least 1", burst)
+	}
+	return &rateLimit{interval: interval, burst: float64(burst), tokens: float64(burst)}, nil
+}
+
+func (l *rateLimit) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.After(l.last) {
+		l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.last))/float64(l.interval))
+	}
+	if l.last.IsZero() || now.After(l.last) {
+		l.last = now
+	}
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
+// keyPair is the server's certificate, read again when a file it comes
+// from changes, so that a renewed certificate needs no restart (as with
+// exporter-toolkit, which rereads its files per connection). A
+// certificate or key given inline (cert, key) is used as it is.
+type keyPair struct {
+	cert, key       string // paths; "" for inline
+	certPEM, keyPEM []byte // inline, when the path is ""
+	open            OpenFunc
+
+	mu     sync.Mutex
+	loaded *tls.Certificate
+	seen   [2]fileStamp // of cert and key when loaded
+}
+
+// fileStamp is what says a file changed: its modification time and size.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stamp(path string) (fileStamp, error) {
+	if path == "" {
+		return fileStamp{}, nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{st.ModTime(), st.Size()}, nil
 }
 
 func (k *keyPair) get() (*tls.Certificate, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	cs, cerr := os.Stat(k.cert)
-	ks, kerr := os.Stat(k.key)
-	if k.loaded != nil && cerr == nil && kerr == nil &&
-		cs.ModTime().Equal(k.certMod) && ks.ModTime().Equal(k.keyMod) && cs.Size() == k.certSize && ks.Size() == k.keySiz {
+	cs, cerr := stamp(k.cert)
+	ks, kerr := stamp(k.key)
+	now := [2]fileStamp{cs, ks}
+	if k.loaded != nil && cerr == nil && kerr == nil && now[0].mod.Equal(k.seen[0].mod) && now[1].mod.Equal(k.seen[1].mod) &&
+		now[0].size == k.seen[0].size && now[1].size == k.seen[1].size {
 		return k.loaded, nil
 	}
-	certPEM, err := readFile(k.open, k.cert)
-	if err != nil {
-		return k.fallback(fmt.Errorf("cert_file: %w", err))
+	certPEM, keyPEM := k.certPEM, k.keyPEM
+	var err error
+	if k.cert != "" {
+		if certPEM, err = readFile(k.open, k.cert); err != nil {
+			return k.fallback(fmt.Errorf("cert_file: %w", err))
+		}
 	}
-	keyPEM, err := readFile(k.open, k.key)
-	if err != nil {
-		return k.fallback(fmt.Errorf("key_file: %w", err))
+	if k.key != "" {
+		if keyPEM, err = readFile(k.open, k.key); err != nil {
+			return k.fallback(fmt.Errorf("key_file: %w", err))
+		}
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		// The message of X509KeyPair never quotes key material.
-		return k.fallback(fmt.Errorf("cert_file %s, key_file %s: %w", k.cert, k.key, err))
+		return k.fallback(fmt.Errorf("certificate %s and key %s: %w", orInline(k.cert), orInline(k.key), err))
 	}
 	k.loaded = &c
 	if cerr == nil && kerr == nil {
-		k.certMod, k.keyMod, k.certSize, k.keySiz = cs.ModTime(), ks.ModTime(), cs.Size(), ks.Size()
+		k.seen = now
 	}
 	return k.loaded, nil
+}
+
+func orInline(path string) string {
+	if path == "" {
+		return "(inline)"
+	}
+	return path
 }
 
 // fallback keeps serving the last good pair while a renewal is half

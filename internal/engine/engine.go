@@ -254,6 +254,12 @@ type Options struct {
 	NeedStartTime bool
 	// PIDs, when not empty, restricts sampling to these processes.
 	PIDs []int
+	// NoFrameLookups never looks page frames up (/proc/kpagecount and
+	// kpageflags) in a read page by page: the capability install's
+	// reader, to whom the kernel shows no frame number, so that it
+	// reads none even where a kernel would (CAP_DAC_READ_SEARCH opens
+	// those files).
+	NoFrameLookups bool
 	// Workers bounds the parallel readers; 0 means GOMAXPROCS less one
 	// (at least one), twice GOMAXPROCS for OneShot.
 	Workers int
@@ -583,6 +589,7 @@ func New(opt Options) (*Engine, error) {
 	}
 	for range n {
 		e.workers = append(e.workers, &worker{
+			pc:    proc.Pacer{NoLookups: opt.NoFrameLookups},
 			r:     fs.NewReader(),
 			link:  make([]byte, 0, 4096),
 			name:  make([]byte, 0, 64),

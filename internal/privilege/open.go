@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,46 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	return os.OpenFile(path, flag, perm)
+}
+
+// OpenOwnRights is OpenFile for a path read again while capabilities are
+// effective (the agent's certificate, renewed while it walks /proc): it
+// opens path on an OS thread of its own whose effective capabilities it
+// clears first (capset changes the calling thread only), so that the
+// kernel checks the process's own user's rights, symlinks and every
+// directory included, at the open itself. The thread is never handed
+// back: it exits with its goroutine, and its reduced set with it. The
+// other threads keep their capabilities throughout.
+func OpenOwnRights(path string, flag int, perm os.FileMode) (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// No UnlockOSThread: the runtime ends a thread whose goroutine
+		// exits locked to it.
+		runtime.LockOSThread()
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			ch <- result{nil, fmt.Errorf("read capabilities: %w", err)}
+			return
+		}
+		data[0].Effective, data[1].Effective = 0, 0
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			ch <- result{nil, fmt.Errorf("clear effective capabilities: %w", err)}
+			return
+		}
+		if eff, err := effectiveCaps(); err != nil || eff != 0 {
+			ch <- result{nil, ErrEffective}
+			return
+		}
+		f, err := os.OpenFile(path, flag, perm)
+		ch <- result{f, err}
+	}()
+	r := <-ch
+	return r.f, r.err
 }
 
 // UserRights returns nil when files opened now are opened with the user's

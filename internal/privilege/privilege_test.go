@@ -82,6 +82,20 @@ func helperMain(args []string) int {
 			f.Close()
 			fmt.Println("effective: ok")
 		}
+		// OpenOwnRights opens with the user's rights meanwhile, and
+		// leaves the capabilities of the other threads as they were.
+		if f, err := OpenOwnRights(args[1], os.O_RDONLY, 0); err != nil {
+			fmt.Println("ownrights:", errText(err))
+		} else {
+			f.Close()
+			fmt.Println("ownrights: ok")
+		}
+		if f, err := os.Open(args[1]); err != nil {
+			fmt.Println("direct-after:", errText(err))
+		} else {
+			f.Close()
+			fmt.Println("direct-after: ok")
+		}
 	case "create":
 		f, err := OpenFile(args[1], os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -234,7 +248,8 @@ func one(t *testing.T, res map[string][]string, key string) string {
 
 // TestOpenFileAsUser: with CAP_DAC_READ_SEARCH the process could read a
 // root-only file; OpenFile must refuse exactly what the user may not
-// read, however the path reaches it.
+// read, however the path reaches it, and OpenOwnRights, while the
+// capability is effective, open exactly what the user may read.
 func TestOpenFileAsUser(t *testing.T) {
 	privtest.RequireRoot(t)
 	u := privtest.EnsureUser(t)
@@ -283,6 +298,12 @@ func TestOpenFileAsUser(t *testing.T) {
 			}
 			if got := one(t, res, "effective"); got != tt.effective {
 				t.Errorf("OpenFile after Enter: got %q, want %q", got, tt.effective)
+			}
+			if got := one(t, res, "ownrights"); got != tt.asUser {
+				t.Errorf("OpenOwnRights after Enter: got %q, want the user's rights %q", got, tt.asUser)
+			}
+			if got := one(t, res, "direct-after"); got != tt.direct {
+				t.Errorf("os.Open after OpenOwnRights: got %q, want %q (the capabilities kept)", got, tt.direct)
 			}
 		})
 	}

@@ -12,8 +12,8 @@
 //
 //   - refuses to start with any environment variable (so the Go runtime's
 //     own copy, which GOROOT and GODEBUG reach, is empty), closes every
-//     descriptor it inherited but its three standard ones, and works from
-//     "/";
+//     descriptor it inherited but its three standard ones (and fails when
+//     it cannot list them), and works from "/";
 //   - asks the kernel to kill it when its parent ends (PR_SET_PDEATHSIG,
 //     then checks that its parent is still the process its options name:
 //     one that died before the request was made would never signal);

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memwho/memwho/internal/cli"
 	"github.com/memwho/memwho/internal/sample"
 )
 
@@ -24,7 +25,13 @@ const parentEnv = "MEMWHO_READER_TEST_PARENT"
 
 func TestMain(m *testing.M) {
 	// The reader is this binary started by Start: argv[1] is Command.
+	// It starts the runtime's poller first, as memwho's cli.Main does
+	// before its dispatch (a reader short of descriptors then lives on
+	// rather than dying at its first timer).
 	if len(os.Args) > 1 && os.Args[1] == Command {
+		if err := cli.StartPoller(); err != nil {
+			os.Exit(3)
+		}
 		os.Exit(Main(os.Args[2:]))
 	}
 	if os.Getenv(parentEnv) != "" {

@@ -57,7 +57,9 @@ func serve(args []string, out *os.File) error {
 	if err := withParent(parent); err != nil {
 		return err
 	}
-	closeInherited()
+	if err := closeInherited(); err != nil {
+		return fmt.Errorf("reader: %w", err)
+	}
 	if err := os.Chdir("/"); err != nil {
 		return fmt.Errorf("reader: %w", err)
 	}
@@ -106,6 +108,9 @@ func serve(args []string, out *os.File) error {
 		NeedCgroup: opt.Cgroup,
 		NoNames:    opt.NoNames,
 		PIDs:       opt.PIDs,
+		// Frame numbers are root's alone (the kernel hides them
+		// from this install); the reader never reads one.
+		NoFrameLookups: privilege.Elevated(),
 		// A report counts the connections after its one walk.
 		Conns: opt.Conns && !opt.Once,
 	})
@@ -190,13 +195,19 @@ func withParent(parent int) error {
 // closeInherited closes every descriptor above standard error that this
 // process did not open itself: those it inherited are the ones left open
 // across the exec (without FD_CLOEXEC), while everything the Go runtime
-// and memwho open is close-on-exec.
-func closeInherited() {
+// and memwho open is close-on-exec. When it cannot list them (an
+// open-file limit the inherited ones fill) the reader does not go on
+// holding them: it fails.
+func closeInherited() error {
 	d, err := os.Open("/proc/self/fd")
 	if err != nil {
-		return
+		return fmt.Errorf("cannot list the descriptors it inherited: %w", privilege.UnwrapPath(err))
 	}
-	names, _ := d.Readdirnames(-1)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("cannot list the descriptors it inherited: %w", err)
+	}
 	self := int(d.Fd())
 	for _, n := range names {
 		fd, err := strconv.Atoi(n)
@@ -207,7 +218,7 @@ func closeInherited() {
 			unix.Close(fd)
 		}
 	}
-	d.Close()
+	return nil
 }
 
 // appendNotes appends a note frame for each line of text.

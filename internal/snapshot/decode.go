@@ -202,12 +202,9 @@ func DecodeMeta(b []byte, s *sample.Snapshot) (Meta, error) {
 
 	n = int(nprocs)
 	if cap(procs) >= n {
-		// Cleared: a section left out (the bounds when nothing was
-		// read page by page, the optional columns) leaves its fields
-		// as they were, and they held the last message's processes
-		// (a watch through its reader decodes every tick into the
-		// same snapshot: a bound of the last tick's process on this
-		// one's exact figures, refused by the check below).
+		// Nothing of the snapshot s held stays: the optional columns
+		// below are skipped when absent, and left the previous values
+		// on whichever process now stands at their index.
 		procs = procs[:n]
 		clear(procs)
 	} else {

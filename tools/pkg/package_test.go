@@ -99,9 +99,12 @@ const (
 
 // TestDebInstall installs the .deb on this machine, runs memwho as a
 // member and as a non-member of the group memwho, upgrades the package
-// over itself, purges it and checks that nothing is left. It needs root,
-// dpkg, setcap/getcap, setpriv and useradd, and a machine where memwho is
-// neither installed nor has a user or group: it skips otherwise.
+// over itself, purges it and checks that nothing is left but the user and
+// group memwho (kept, as Debian's packages keep their system users), which
+// it then removes itself. It needs root, dpkg, setcap/getcap, setpriv and
+// useradd, and a machine where memwho is neither installed nor has a user
+// or group (so that the ones it removes are the package's): it skips
+// otherwise.
 func TestDebInstall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("installs a package: needs root")
@@ -115,10 +118,10 @@ func TestDebInstall(t *testing.T) {
 		t.Skip("a memwho package is installed (or half-removed) on this machine: not touching it")
 	}
 	if _, err := user.LookupGroup("memwho"); err == nil {
-		t.Skip("the group memwho exists already: the purge would delete it")
+		t.Skip("the group memwho exists already: the test removes the one the package makes, and this one is not")
 	}
 	if _, err := user.Lookup("memwho"); err == nil {
-		t.Skip("the user memwho exists already: the purge would delete it")
+		t.Skip("the user memwho exists already: the test removes the one the package makes, and this one is not")
 	}
 	deb := filepath.Join(buildPackages(t, "deb"), debName)
 
@@ -145,13 +148,16 @@ func TestDebInstall(t *testing.T) {
 	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
 
 	t.Cleanup(func() {
-		// Whatever happened, leave no package and no test user.
+		// Whatever happened, leave no package, no test user, and not
+		// the user and group the package made (none existed before).
 		exec.Command("userdel", testUser).Run()
 		if exec.Command("dpkg-query", "-W", pkgName).Run() == nil {
 			if b, err := exec.Command("dpkg", "--purge", pkgName).CombinedOutput(); err != nil {
 				t.Errorf("cleanup: dpkg --purge: %v\n%s", err, b)
 			}
 		}
+		exec.Command("userdel", "memwho").Run()
+		exec.Command("groupdel", "memwho").Run()
 	})
 	t.Logf("%s", run(t, "dpkg", "-i", deb))
 	checkInstalled(t)
@@ -198,11 +204,11 @@ func TestDebInstall(t *testing.T) {
 			t.Errorf("left after the purge: %s", p)
 		}
 	}
-	if _, err := user.LookupGroup("memwho"); err == nil {
-		t.Error("the group memwho is left after the purge")
+	if _, err := user.LookupGroup("memwho"); err != nil {
+		t.Errorf("the group memwho is gone after the purge (%v): system users and groups are kept", err)
 	}
-	if _, err := user.Lookup("memwho"); err == nil {
-		t.Error("the user memwho is left after the purge")
+	if _, err := user.Lookup("memwho"); err != nil {
+		t.Errorf("the user memwho is gone after the purge (%v): system users and groups are kept", err)
 	}
 	if b, err := exec.Command("dpkg-statoverride", "--list", bin).CombinedOutput(); err == nil {
 		t.Errorf("a statoverride of %s is left after the purge: %s", bin, b)
