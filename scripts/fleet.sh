@@ -97,6 +97,11 @@ history() {
 	say "record: $HOSTS hosts, $minutes minutes, time-compressed"
 	"$sim" record --db "$url" --hosts "$HOSTS" --procs "$PROCS" --duration "${minutes}m" --start 2026-12-01T00:00:00Z \
 		--keep 720h --dir "$work/sim" --db-cpu-user postgres --quiet
+	# Sessions the server opened during the run (pg_stat_database, this
+	# psql's own included): a recorder at an interval of 30 s or more
+	# closes its connection a second after its write, so time-compressed
+	# it mostly opens one per sample, as a fleet that large would.
+	psql_ -c "SELECT 'connections opened: ' || sessions FROM pg_stat_database WHERE datname = 'fleet'"
 	psql_ -c 'VACUUM ANALYZE samples' >/dev/null
 	local bytes rows samples
 	bytes=$(psql_ -c "SELECT pg_database_size('fleet')")
@@ -117,6 +122,7 @@ history() {
 	head -5 "$work/planted.txt"
 
 	say "export --since 1h: $rows rows to SFTP, next to psql \\copy | gzip"
+	echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
 	mkdir -p "$work/ssh/upload" && chmod 700 "$work/ssh"
 	ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/id"
 	cp "$work/ssh/id.pub" "$work/ssh/authorized_keys"
@@ -151,7 +157,13 @@ history() {
 	md5sum "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz" "$work/psql1.csv.gz" | sed "s|$work/||"
 	if cmp -s "$work/ssh/upload/hour1.csv.gz" "$work/ssh/upload/hour2.csv.gz"; then echo "memwho's two exports: byte-identical"; else echo "MISMATCH between memwho's two exports"; fi
 	ls -l "$work/ssh/upload/hour1.csv.gz" "$work/psql1.csv.gz" | awk '{printf "%s %.1f MB\n", $NF, $5/1e6}' | sed "s|$work/||"
-	echo "CSV rows: $(gzip -dc "$work/ssh/upload/hour1.csv.gz" | wc -l) lines (header included)"
+	local lines chars
+	read -r lines chars < <(gzip -dc "$work/ssh/upload/hour1.csv.gz" | wc -lc)
+	echo "CSV: $lines lines (header included), $chars bytes uncompressed"
+	# psql's CSV differs from memwho's only where memwho neutralises text
+	# cells (the hostile simulated names): count the lines that differ.
+	paste -d $'\x1f' <(gzip -dc "$work/ssh/upload/hour1.csv.gz") <(gzip -dc "$work/psql1.csv.gz") |
+		awk -F'\037' '$1 != $2 {n++} END {printf "lines that differ from psql'"'"'s: %d of %d\n", n, NR}'
 }
 
 # exportsql prints the SELECT memwho's PostgreSQL export runs (without
@@ -171,12 +183,25 @@ realtime() {
 	"$sim" record --db "$url" --hosts "$HOSTS" --procs "$PROCS" --duration "${minutes}m" --realtime \
 		--keep 720h --dir "$work/sim" --db-cpu-user postgres --quiet &
 	local sim_pid=$!
+	# Every 5 s: the server's processes and its client connections (this
+	# psql's own not counted).
+	(
+		while kill -0 "$sim_pid" 2>/dev/null; do
+			printf '%s %s\n' "$(pgrep -c -u postgres)" \
+				"$(psql_ -c "SELECT count(*) - 1 FROM pg_stat_activity WHERE backend_type = 'client backend'" 2>/dev/null || echo 0)"
+			sleep 5
+		done >"$work/conns"
+	) &
+	local mon_pid=$!
 	sleep $((minutes * 30))
 	# Halfway: what 1,000 recorders' connections cost the server.
 	ps -o rss= -u postgres | awk '{r += $1} END {printf "halfway: %d PostgreSQL processes, RSS summed %.0f MiB\n", NR, r/1024}' || true
 	cat $(for p in $(pgrep -u postgres); do echo "/proc/$p/smaps_rollup"; done) 2>/dev/null |
 		awk '/^Pss:/ {s += $2} END {printf "halfway: PostgreSQL PSS summed %.0f MiB (shared memory counted once)\n", s/1024}' || true
 	wait "$sim_pid"
+	wait "$mon_pid" || true
+	awk 'NR > 2 {n++; p += $1; c += $2; if ($1 > mp) mp = $1; if ($2 > mc) mc = $2}
+		END {printf "every 5 s (%d looks): PostgreSQL processes mean %.1f, at most %d; client connections mean %.1f, at most %d\n", n, p/n, mp, c/n, mc}' "$work/conns"
 }
 
 retention() {
@@ -188,6 +213,12 @@ retention() {
 	psql_ -c "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1" | tr '\n' ' '
 	echo
 	psql_ -F' ' -c "SELECT 'samples kept', count(*), to_timestamp(min(ts)/1000.0) AT TIME ZONE 'UTC', to_timestamp(max(ts)/1000.0) AT TIME ZONE 'UTC' FROM samples"
+	# What a drop is made of, by hand on the oldest day left: the count
+	# of the samples it held (a scan of the day), then the DROP itself.
+	local oldest
+	oldest=$(psql_ -c "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'samples'::regclass ORDER BY 1 LIMIT 1")
+	psql_ -F' ' -c "SELECT '$oldest:', pg_size_pretty(pg_total_relation_size('$oldest')), 'in all,', pg_size_pretty(pg_relation_size('$oldest')), 'heap'"
+	psql_ -c '\timing on' -c "SELECT count(*) FROM $oldest" -c "DROP TABLE $oldest" | sed "s/^/by hand: /"
 }
 
 prometheus() {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/memwho/memwho/internal/engine"
 	"github.com/memwho/memwho/internal/sample"
 )
@@ -23,10 +25,15 @@ import (
 // the figures held back). It holds no capability: the reader gained its
 // own from its exec.
 type Client struct {
-	ctx  context.Context
-	opt  Options
-	proc *os.Process
-	pipe *os.File
+	ctx context.Context
+	opt Options
+	// pid is the reader's process: ours to signal until waited is set
+	// (its exit seen, not yet reaped, so the pid cannot be anybody
+	// else's), under pmu.
+	pid    int
+	pmu    sync.Mutex
+	waited bool
+	pipe   *os.File
 	// options is the write end of the reader's standard input, which
 	// takes its options once (Begin) and is then closed.
 	options *os.File
@@ -42,10 +49,10 @@ type Client struct {
 
 	mu    sync.Mutex
 	notes []string
-	// exited is closed once the reader has been reaped; state is how
+	// exited is closed once the reader has been reaped; status is how
 	// it ended.
 	exited chan struct{}
-	state  *os.ProcessState
+	status syscall.WaitStatus
 
 	pending  error // an error that came after the snapshot Scan gave
 	deferred []Deferred
@@ -109,7 +116,7 @@ func Prestart() (*Client, error) {
 	}
 	c := &Client{pipe: r, options: optW, frames: make(chan frame, 1), free: make(chan []byte, 2), done: make(chan struct{})}
 	type started struct {
-		p   *os.Process
+		pid int
 		err error
 	}
 	startc := make(chan started, 1)
@@ -118,15 +125,20 @@ func Prestart() (*Client, error) {
 		// reader, not the process: this thread stays until Close
 		// (a thread ends when a goroutine locked to it returns).
 		runtime.LockOSThread()
-		p, err := os.StartProcess(exe, []string{Argv0, Command, "--parent=" + strconv.Itoa(os.Getpid())}, &os.ProcAttr{
+		// syscall.ForkExec, not os.StartProcess: the os package's
+		// first start of a process probes whether pidfds work with a
+		// clone of its own (a child that exits at once), and that
+		// probe was on the way to every watch's first frame. The
+		// reader is waited for by its pid (wait).
+		pid, err := syscall.ForkExec(exe, []string{Argv0, Command, "--parent=" + strconv.Itoa(os.Getpid())}, &syscall.ProcAttr{
 			Dir:   "/",
 			Env:   []string{},
-			Files: []*os.File{optR, w, null},
+			Files: []uintptr{optR.Fd(), w.Fd(), null.Fd()},
 			// Cleared by the exec that gains the capabilities; the
 			// reader asks for it again itself (withParent).
 			Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 		})
-		startc <- started{p, err}
+		startc <- started{pid, err}
 		if err != nil {
 			runtime.UnlockOSThread()
 			return
@@ -143,14 +155,58 @@ func Prestart() (*Client, error) {
 		optW.Close()
 		return nil, fmt.Errorf("start the reader: %w", s.err)
 	}
-	c.proc = s.p
+	c.pid = s.pid
 	c.exited = make(chan struct{})
-	go func() {
-		c.state, _ = c.proc.Wait()
-		close(c.exited)
-	}()
+	go c.wait()
 	go c.read()
 	return c, nil
+}
+
+// wait reaps the reader once it has ended. Its exit is first seen
+// without reaping it, and signal stops sending from then on, so that
+// a signal never reaches another process given the same pid.
+func (c *Client) wait() {
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	c.pmu.Lock()
+	c.waited = true
+	c.pmu.Unlock()
+	for {
+		if _, err := syscall.Wait4(c.pid, &c.status, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	close(c.exited)
+}
+
+// signal sends sig to the reader, unless it has ended.
+func (c *Client) signal(sig syscall.Signal) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pid > 0 && !c.waited {
+		kill(c.pid, sig)
+	}
+}
+
+// kill is syscall.Kill (tests count what is sent).
+var kill = syscall.Kill
+
+// describe says how a process ended, as os.ProcessState does.
+func describe(ws syscall.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		if ws.CoreDump() {
+			return "signal: " + ws.Signal().String() + " (core dumped)"
+		}
+		return "signal: " + ws.Signal().String()
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
 }
 
 // Begin gives the reader its options, once (opt.Parent is this process),
@@ -290,9 +346,7 @@ func (c *Client) ended(err error) error {
 		// Say how, when it has gone by now (killed by a signal).
 		select {
 		case <-c.exited:
-			if c.state != nil {
-				return fmt.Errorf("the reader ended without a word (%v)", c.state)
-			}
+			return fmt.Errorf("the reader ended without a word (%s)", describe(c.status))
 		case <-time.After(100 * time.Millisecond):
 		}
 		return errors.New("the reader ended without a word")
@@ -395,10 +449,10 @@ func (c *Client) Close() error {
 		if c.options != nil {
 			c.options.Close()
 		}
-		if c.proc == nil {
+		if c.pid == 0 {
 			return
 		}
-		c.proc.Signal(syscall.SIGKILL)
+		c.signal(syscall.SIGKILL)
 		c.pipe.Close()
 		select {
 		case <-c.exited:

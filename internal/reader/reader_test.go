@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		fmt.Println(c.proc.Pid)
+		fmt.Println(c.pid)
 		select {}
 	}
 	os.Exit(m.Run())
@@ -336,8 +336,8 @@ func TestReaderSignals(t *testing.T) {
 		// Nobody reads: the reader fills the pipe and waits in its
 		// write.
 		time.Sleep(100 * time.Millisecond)
-		c.proc.Signal(sig)
-		waitGone(t, c.proc.Pid)
+		c.signal(sig)
+		waitGone(t, c.pid)
 		var snap sample.Snapshot
 		for i := 0; ; i++ {
 			err := c.Scan(&snap)
@@ -365,8 +365,8 @@ func TestScanStops(t *testing.T) {
 	if err := c.Scan(&snap); err != nil {
 		t.Fatal(err)
 	}
-	c.proc.Signal(syscall.SIGSTOP)
-	defer c.proc.Signal(syscall.SIGCONT)
+	c.signal(syscall.SIGSTOP)
+	defer c.signal(syscall.SIGCONT)
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
 	if err := c.Scan(&snap); !errors.Is(err, ErrStopped) {
@@ -493,10 +493,92 @@ func TestReaderNotDumpable(t *testing.T) {
 	}
 	defer c.Close()
 	var st syscall.Stat_t
-	if err := syscall.Stat(fmt.Sprintf("/proc/%d/fd", c.proc.Pid), &st); err != nil {
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d/fd", c.pid), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Uid != 0 {
 		t.Errorf("the reader's /proc/PID/fd belongs to uid %d: it is dumpable", st.Uid)
+	}
+}
+
+// TestReaderWaitedByPid: the reader is started with syscall.ForkExec and
+// waited for by its pid (the os package's first start probes pidfds with
+// a child of its own, on the way to watch's first frame). How it ended
+// reads as os.ProcessState says it; once its exit has been seen nothing
+// is sent to its pid (another process may get it once it is reaped).
+func TestReaderWaitedByPid(t *testing.T) {
+	for _, script := range []string{"exit 3", "kill -KILL $$", "kill -TERM $$", "exit 0"} {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if got, want := describe(ws), cmd.ProcessState.String(); got != want {
+			t.Errorf("%s: describe = %q, want %q", script, got, want)
+		}
+	}
+
+	// Killed from outside: Scan says how it ended.
+	c, err := Start(context.Background(), Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap sample.Snapshot
+	if err := c.Scan(&snap); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(c.pid, syscall.SIGKILL)
+	if err := c.Scan(&snap); err == nil || !strings.Contains(err.Error(), "(signal: killed)") {
+		t.Errorf("Scan after SIGKILL: %v, want the reader ended without a word (signal: killed)", err)
+	}
+	<-c.exited
+	c.Close()
+
+	var sent []int
+	kill = func(pid int, sig syscall.Signal) error {
+		sent = append(sent, pid)
+		return syscall.Kill(pid, sig)
+	}
+	defer func() { kill = syscall.Kill }()
+
+	// Given no options, it exits by itself: Close then sends nothing.
+	c, err = Prestart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.options.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a reader given no options still runs")
+	}
+	if c.status != 0 {
+		t.Errorf("a reader given no options ended with %s", describe(c.status))
+	}
+	c.Close()
+	if len(sent) != 0 {
+		t.Errorf("Close sent a signal to %v after the reader was reaped", sent)
+	}
+
+	// Running: Close kills it, once, and it is reaped.
+	c, err = Start(context.Background(), Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.pid
+	c.Close()
+	c.Close()
+	if !reflect.DeepEqual(sent, []int{pid}) {
+		t.Errorf("Close sent signals to %v, want one to %d", sent, pid)
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a closed reader was not reaped")
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Errorf("reader %d still exists after it was reaped", pid)
 	}
 }

@@ -124,6 +124,10 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "fleetsim: retention: %d prunes, %v in all, %v each on average, the longest %v (at %s); %d samples deleted\n",
 			p.n, p.total.Round(time.Millisecond), (p.total / time.Duration(p.n)).Round(time.Microsecond), p.max.Round(time.Microsecond),
 			p.maxAt.UTC().Format(time.RFC3339), p.deleted)
+		if p.dropN > 0 {
+			fmt.Fprintf(stdout, "fleetsim: retention: %d prunes deleted samples (%d), %v in all, the longest %v (at %s)\n",
+				p.dropN, p.deleted, p.dropTotal.Round(time.Microsecond), p.dropMax.Round(time.Microsecond), p.dropAt.UTC().Format(time.RFC3339))
+		}
 	}
 	if rf.cpuUser != "" {
 		if cpuErr != nil {
@@ -163,6 +167,12 @@ type pruneStats struct {
 	max     time.Duration
 	maxAt   time.Time
 	deleted int64
+	// The prunes that deleted samples: with one --keep, the drops of a
+	// day's partition.
+	dropN     int
+	dropTotal time.Duration
+	dropMax   time.Duration
+	dropAt    time.Time
 }
 
 // timedStore times its store's Prune.
@@ -182,6 +192,13 @@ func (t timedStore) Prune(ctx context.Context, r store.Retention) (store.Pruned,
 	t.st.deleted += p.Samples
 	if d > t.st.max {
 		t.st.max, t.st.maxAt = d, r.Now
+	}
+	if p.Samples > 0 {
+		t.st.dropN++
+		t.st.dropTotal += d
+		if d > t.st.dropMax {
+			t.st.dropMax, t.st.dropAt = d, r.Now
+		}
 	}
 	return p, err
 }
