@@ -70,10 +70,13 @@ echo "== go vet"
 go vet ./...
 # Files built only with a tag: profiling (-tags pprof), bench.sh's
 # floor inside memwho's binary (-tags floorpad), and the build without
-# the live view (-tags notui), whose tests must build too.
+# the live view (-tags notui), and the builds without SFTP or PostgreSQL
+# (-tags nosftp, nopostgres), whose tests must build too.
 go vet -tags pprof ./internal/profile ./cmd/memwho
 go vet -tags floorpad ./cmd/memwho
 go vet -tags notui ./internal/watch ./cmd/memwho
+go vet -tags nosftp ./...
+go vet -tags nopostgres ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go build (static)"

@@ -1,3 +1,5 @@
+//go:build !nosftp
+
 package sftp
 
 import (
