@@ -70,7 +70,7 @@ echo "== go vet"
 go vet ./...
 # Files built only with a tag: profiling (-tags pprof), bench.sh's
 # floor inside memwho's binary (-tags floorpad), and the build without
-# the live view (-tags notui), and the builds without SFTP or PostgreSQL
+# the live view (-tags notui) and the builds without SFTP or PostgreSQL
 # (-tags nosftp, nopostgres), whose tests must build too.
 go vet -tags pprof ./internal/profile ./cmd/memwho
 go vet -tags floorpad ./cmd/memwho
