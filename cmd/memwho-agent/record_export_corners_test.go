@@ -52,9 +52,8 @@ func TestRecordFullEvery(t *testing.T) {
 }
 
 // TestRecordFileRemoved: a SQLite history removed while record
-// runs took every later sample into an unlinked file, with exit 0 (audit
-// of 2026-11-26). The next sample finds it gone and record fails, naming
-// it.
+// runs must not take every later sample into an unlinked file with exit
+// 0: the next sample finds it gone and record fails, naming it.
 func TestRecordFileRemoved(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "gone.db")

@@ -1,8 +1,8 @@
 package main
 
-// The twelfth adversarial review (docs/safe.md): serve's check of the
-// open-file limit against its listeners, with the agent run as a
-// process of its own under prlimit.
+// Serve's check of the open-file limit against its listeners, with the
+// agent run as a process of its own under prlimit (attacks tabled in
+// docs/safe.md).
 
 import (
 	"io"

@@ -39,7 +39,7 @@ func TestUsageErrorOneLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--once", "--walk-budget", "NaN"},
 		// --once serves nothing, but its listener flags are checked as
-		// without it (audit of 2026-11-26: they were ignored).
+		// without it, so that a typo is not ignored until the flag matters.
 		{"serve", "--once", "--listen", "127.0.0.1:0"},
 		{"serve", "--once", "--debug-listen", ":1234"},
 		{"serve", "--once", "--max-connections", "0"},

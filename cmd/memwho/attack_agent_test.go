@@ -133,7 +133,7 @@ func (e *privEnv) wantNoCaps(t *testing.T, what string, tasks map[string]capStat
 func (e *privEnv) plantAgent(t *testing.T, write func(path string) error) {
 	t.Helper()
 	agent := filepath.Join(filepath.Dir(e.bin), agentBinary)
-	saved := agent + ".review2-saved"
+	saved := agent + ".planted-saved"
 	if err := os.Rename(agent, saved); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func (e *privEnv) checkAgentExec(t *testing.T) {
 	// The exec'd memwho-agent is an ordinary process of the user's: the
 	// user may inspect it, and it holds nothing worth having.
 	t.Run("agent: the running memwho-agent holds nothing", func(t *testing.T) {
-		own := e.ownDir(t, "rev2-agent")
+		own := e.ownDir(t, "hostile-agent")
 		sock := filepath.Join(own, "run", "m.sock")
 		c := e.cmd("serve", "--socket", sock)
 		var out bytes.Buffer
@@ -667,7 +667,7 @@ func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	// a second and walks /proc itself. Run against memwho-agent serve
 	// started by the user (no capability; its own socket).
 	t.Run("agent: slow clients against the snapshot socket", func(t *testing.T) {
-		own := e.ownDir(t, "rev2-slow")
+		own := e.ownDir(t, "hostile-slow")
 		sock := filepath.Join(own, "run", "m.sock")
 		snapSock := filepath.Join(own, "run", "snapshot.sock")
 		c := e.cmd("serve", "--socket", sock)
@@ -823,10 +823,10 @@ func (e *privEnv) checkContainerNameAttacks(t *testing.T, secret string) {
 			}
 		}
 	}
-	// A root process in .../user@UID.service/review2.slice/libpod-ID.scope
+	// A root process in .../user@UID.service/hostile.slice/libpod-ID.scope
 	// in every hierarchy that takes it.
-	pid := startRootScript(t, mustMkdir(t, filepath.Join(e.dir, "rev2-ctr")), "ctr.sh", 0)
-	rel := fmt.Sprintf("user.slice/user-%d.slice/user@%d.service/review2.slice/libpod-%s.scope", e.user.UID, e.user.UID, hostileContainerID)
+	pid := startRootScript(t, mustMkdir(t, filepath.Join(e.dir, "hostile-ctr")), "ctr.sh", 0)
+	rel := fmt.Sprintf("user.slice/user-%d.slice/user@%d.service/hostile.slice/libpod-%s.scope", e.user.UID, e.user.UID, hostileContainerID)
 	var made []string
 	t.Cleanup(func() {
 		for _, d := range made {
@@ -917,7 +917,7 @@ func (e *privEnv) checkContainerNameAttacks(t *testing.T, secret string) {
 	// The same state reached through links the user plants: each to a
 	// root-only file or directory naming the container SECRET. With
 	// CAP_DAC_READ_SEARCH (watch --conns) they would be readable.
-	closed := e.closedDir(t, "rev2-closed-storage")
+	closed := e.closedDir(t, "hostile-closed-storage")
 	mustMkdir(t, filepath.Join(closed, "overlay-containers"))
 	if err := os.WriteFile(filepath.Join(closed, "overlay-containers/containers.json"), json1(secretText), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 )
 
 func (e *privEnv) checkFileAttacks(t *testing.T) {
-	rootFile := filepath.Join(e.dir, "review3-root-file")
+	rootFile := filepath.Join(e.dir, "root-owned-file")
 	if err := os.WriteFile(rootFile, []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -20,14 +20,14 @@ func (e *privEnv) checkFileAttacks(t *testing.T) {
 			t.Errorf("the root-owned file was changed: %q", b)
 		}
 	}
-	closed := e.closedDir(t, "review3-closed")
+	closed := e.closedDir(t, "files-closed")
 	rootOnly := filepath.Join(closed, "secret")
 	if err := os.WriteFile(rootOnly, []byte(secretText+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("files: --html and --svg at a link planted to a root-owned file", func(t *testing.T) {
-		mine := e.ownDir(t, "review3-pages")
+		mine := e.ownDir(t, "files-pages")
 		for _, flag := range []string{"--html", "--svg"} {
 			page := filepath.Join(mine, "p"+flag[2:])
 			os.Remove(page)
@@ -71,7 +71,7 @@ func (e *privEnv) checkFileAttacks(t *testing.T) {
 	})
 
 	t.Run("files: diff of root-only snapshot files and history", func(t *testing.T) {
-		link := filepath.Join(e.ownDir(t, "review3-diff"), "link")
+		link := filepath.Join(e.ownDir(t, "files-diff"), "link")
 		os.Symlink(rootOnly, link)
 		for _, args := range [][]string{
 			{"diff", rootOnly, rootOnly},

@@ -17,11 +17,11 @@ import (
 // capabilities permitted.
 func (e *privEnv) checkTempNameAttacks(t *testing.T) {
 	t.Run("tempnames: temporary names planted in a shared sticky directory", func(t *testing.T) {
-		shared := mustMkdir(t, filepath.Join(e.dir, "review5-tmp"))
+		shared := mustMkdir(t, filepath.Join(e.dir, "tempnames-shared"))
 		if err := os.Chmod(shared, 0o1777); err != nil {
 			t.Fatal(err)
 		}
-		victim := filepath.Join(e.closedDir(t, "review5-victim"), "victim")
+		victim := filepath.Join(e.closedDir(t, "tempnames-victim"), "victim")
 		if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
 			t.Fatal(err)
 		}

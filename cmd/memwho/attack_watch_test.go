@@ -32,7 +32,7 @@ var hostileExes = []string{
 // startHostileNamedProcs starts a copy of the test binary under each of
 // hostileExes, as root, its task name the first 15 bytes of it.
 func (e *privEnv) startHostileNamedProcs(t *testing.T) {
-	dir := filepath.Join(e.dir, "review4-exes")
+	dir := filepath.Join(e.dir, "watch-exes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func (e *privEnv) checkWatchAttacks(t *testing.T) {
 			t.Skip("unshare -Urm is not allowed to the test user here")
 		}
 		secret := e.secret(t)
-		own := e.ownDir(t, "review4-tty")
+		own := e.ownDir(t, "watch-tty")
 		fifo := filepath.Join(own, "fifo")
 		os.Remove(fifo)
 		if err := unix.Mkfifo(fifo, 0o600); err != nil {

@@ -31,8 +31,8 @@ func TestHintPrivileged(t *testing.T) {
 	}{
 		{"", false, self},
 		{"", true, report.ScannerPrivileged},
-		// A file is its taker's, whatever it is called (and since the
-		// audit of 2026-11-26, whoever reads it).
+		// A file is its taker's, whatever it is called and whoever
+		// reads it.
 		{"memwho-agent", false, report.ScannerFile},
 		{"memwho-agent", true, report.ScannerFile}, // report sets fromAgent for a file
 		{"./memwho-agent", false, report.ScannerFile},

@@ -92,9 +92,8 @@ func TestSignalPair(t *testing.T) {
 
 // TestSecondSignalBlockedWrite: the case InterruptibleOnce was
 // made for, a report writing --html whose stdout is a full pipe nobody
-// reads. The second SIGINT ends it (TestReportSecondSignal) and, since
-// review9, removes its temporary file first: before, it was left, as
-// with SIGKILL.
+// reads. The second SIGINT ends it (TestReportSecondSignal) and removes
+// its temporary file first, which SIGKILL would leave behind.
 func TestSecondSignalBlockedWrite(t *testing.T) {
 	bin := buildMemwho(t)
 	dir := t.TempDir()

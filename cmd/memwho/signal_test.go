@@ -76,8 +76,8 @@ func TestReportSignals(t *testing.T) {
 // TestReportSecondSignal: a report writing a file whose stdout is a pipe
 // nobody reads (a reader stopped) blocks in its write; the first SIGINT
 // ends its context, which a blocked write does not see. Before, every
-// later signal landed on the same handler and only SIGKILL ended it
-// (review8's note); now the second SIGINT takes the default action.
+// later signal landed on the same handler and only SIGKILL ended it;
+// now the second SIGINT takes the default action.
 func TestReportSecondSignal(t *testing.T) {
 	bin := buildMemwho(t)
 	cmd, stderr := blockedReport(t, bin, filepath.Join(t.TempDir(), "p.html"))

@@ -12,7 +12,8 @@ import (
 	"github.com/memwho/memwho/internal/snapshot"
 )
 
-// Fixes of the machine-readable output audit of 2026-11-26 (session 17).
+// What a snapshot file and the agent's snapshot say of their figures:
+// where they came from, when they were taken and how stale they may be.
 
 // writeSnap writes s as a snapshot file taken at taken, in a new directory.
 func writeSnap(t *testing.T, s *sample.Snapshot, taken time.Time) string {
@@ -88,8 +89,8 @@ func TestFromSystemNoMeminfo(t *testing.T) {
 
 // TestAgentStaleBound: an agent's snapshot keeps unchanged processes'
 // figures from earlier walks; when the bound on their error is more than
-// 1% of the processes' RAM, memwho says so on its one stderr line (it
-// called them exact, audit of 2026-11-26). Below that, not a word more.
+// 1% of the processes' RAM, memwho says so on its one stderr line rather
+// than calling them exact. Below that, not a word more.
 func TestAgentStaleBound(t *testing.T) {
 	s := agentSnapshot(time.Now().Add(-time.Second))
 	s.Oldest = time.Now().Add(-95 * time.Second)

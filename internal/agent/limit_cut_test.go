@@ -1,10 +1,9 @@
 package agent
 
-// The fourteenth adversarial review (docs/safe.md): attacks on the hog
-// rule as 757d564 changed it: groups and sub-groups within one of the
-// most are alike, and the longest-served of their connections is cut
-// (cut(lvl, atLeast)). Run on the listener's maps (ruleCut), without
-// sockets.
+// Attacks on the hog rule (tabled in docs/safe.md): groups and
+// sub-groups within one of the most are alike, and the longest-served of
+// their connections is cut (cut(lvl, atLeast)). Run on the listener's
+// maps (ruleCut), without sockets.
 
 import (
 	"fmt"

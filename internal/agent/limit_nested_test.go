@@ -1,7 +1,7 @@
 package agent
 
-// The thirteenth adversarial review (docs/safe.md): attacks on the
-// per-source rule as nested groups, level by level (d776516, bd05630):
+// Attacks on the per-source rule as nested groups, level by level
+// (tabled in docs/safe.md):
 // ties between groups, the rule's cost per newcomer at the largest
 // limit, address forms and names, families mixed on one listener.
 

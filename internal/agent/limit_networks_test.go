@@ -1,9 +1,8 @@
 package agent
 
-// The twelfth adversarial review (docs/safe.md): attacks on the sources
-// of the per-source rule (an IPv6 peer is its /64), over real
-// connections; those that need addresses of their own run in a network
-// namespace (inNetns).
+// Attacks on the sources of the per-source rule (an IPv6 peer is its
+// /64; tabled in docs/safe.md), over real connections; those that need
+// addresses of their own run in a network namespace (inNetns).
 
 import (
 	"context"

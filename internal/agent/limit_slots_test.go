@@ -1,8 +1,8 @@
 package agent
 
-// The tenth adversarial review (docs/safe.md): attacks on the metrics
-// listeners' connection limit (limit.go), each as a client would make
-// them, over real connections.
+// Attacks on the metrics listeners' connection limit (limit.go; tabled
+// in docs/safe.md), each as a client would make them, over real
+// connections.
 
 import (
 	"bufio"
@@ -529,7 +529,7 @@ func TestTLSHandshakeStalled(t *testing.T) {
 func TestSlotLeaks(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/panic" {
-			panic("review10")
+			panic("handler panics")
 		}
 		io.WriteString(w, "figures\n")
 	})

@@ -1,8 +1,8 @@
 package agent
 
-// The eleventh adversarial review (docs/safe.md): attacks on the rule
-// that lets a newcomer close a served connection of the source holding
-// the most slots (hogsConn), over real connections.
+// Attacks on the rule that lets a newcomer close a served connection of
+// the source holding the most slots (hogsConn; tabled in docs/safe.md),
+// over real connections.
 
 import (
 	"crypto/tls"

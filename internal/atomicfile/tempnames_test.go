@@ -90,7 +90,7 @@ func TestPlantedNames(t *testing.T) {
 // seeded per process by the runtime, so two runs of the same binary (as
 // two memwho runs are) never start from the same names.
 func TestNamesDifferAcrossProcesses(t *testing.T) {
-	if os.Getenv("ATOMICFILE_REVIEW5_NAMES") != "" {
+	if os.Getenv("ATOMICFILE_PRINT_TEMP_NAMES") != "" {
 		for range 4 {
 			fmt.Println(tempName("x"))
 		}
@@ -99,7 +99,7 @@ func TestNamesDifferAcrossProcesses(t *testing.T) {
 	seen := map[string]bool{}
 	for range 4 {
 		c := exec.Command(os.Args[0], "-test.run=^TestNamesDifferAcrossProcesses$")
-		c.Env = append(os.Environ(), "ATOMICFILE_REVIEW5_NAMES=1")
+		c.Env = append(os.Environ(), "ATOMICFILE_PRINT_TEMP_NAMES=1")
 		out, err := c.Output()
 		if err != nil {
 			t.Fatal(err)

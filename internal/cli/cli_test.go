@@ -23,7 +23,7 @@ func TestParseSize(t *testing.T) {
 	// "0i" (and so "5iB", "5bB"): found by FuzzParseSize; "NaN" by
 	// reading the code then.
 	for _, bad := range []string{"", "lots", "-1", "1PiB", "1XB", "GiB", "0i", "5iB", "5bB", "NaN", "nanKiB", "1e300TiB",
-		// Taken by strconv.ParseFloat, by no doc (the session after review7).
+		// Taken by strconv.ParseFloat, by no doc, so refused.
 		"1e3", "0x1p4K", "inf", "1_0MiB", "+5", ".5GiB", "5.GiB"} {
 		if got, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)

@@ -17,7 +17,7 @@ import (
 	"github.com/memwho/memwho/internal/testload"
 )
 
-// ESRCH at the open (docs/safe.md, "A ninth adversarial review"): readHeld settles
+// ESRCH at the open (attacks tabled in docs/safe.md): readHeld settles
 // a process whose smaps_rollup open says ESRCH (no address space, Linux
 // 6.x) as a kernel thread or zombie, with its start time read by path
 // after the open (e7678ae), instead of asking again through its held

@@ -17,7 +17,7 @@ import (
 	"github.com/memwho/memwho/internal/testload"
 )
 
-// Starved reads (docs/safe.md, "A sixth adversarial review"): memwho runs out
+// Starved reads (attacks tabled in docs/safe.md): memwho runs out
 // of descriptors or memory (EMFILE, ENFILE, ENOMEM) at one given step of
 // a read. A real kernel cannot be made to fail one given open on cue, so
 // the step is failed through proc.SetFault, once, with the errno the

@@ -9,7 +9,8 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// Fixes of the machine-readable output audit of 2026-11-26 (session 17).
+// The machine-readable outputs say what their figures are: which are
+// estimates, where swap came from, and only what was counted.
 
 // TestSwapSource: swap_source says "swap" only for a swap figure
 // with something counted in full, the rows the table marks; it said so

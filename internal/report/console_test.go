@@ -38,7 +38,7 @@ func TestWarnCountsShown(t *testing.T) {
 // TestWarnHintPrivileged: the hint after refused walks suggests root or
 // the capability only to a scan that had neither; with the capability
 // (the privileged install, or the agent's snapshot) it says that no
-// capability crosses the boundary (review6 noted the old hint there).
+// capability crosses the boundary, since suggesting it there misleads.
 func TestWarnHintPrivileged(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root gets the root hint whatever the flag; run as a normal user")
@@ -75,8 +75,8 @@ func TestWarnHintFile(t *testing.T) {
 
 // TestSwapMarkFollowsEstimatedSwap: a group's swap is marked an estimate
 // only when an estimated process had swap; one with none adds an exact
-// 0 (the audit of 2026-11-26 found ~36.9 MiB of swap marked, all of it
-// exact). A group made without the count (from the history) keeps the
+// 0 (else a host can show tens of MiB of swap marked an estimate, all of
+// it exact). A group made without the count (from the history) keeps the
 // mark.
 func TestSwapMarkFollowsEstimatedSwap(t *testing.T) {
 	exact := sample.Process{PID: 1, Comm: "a", RAM: 1 << 20, Swap: 10 << 20}

@@ -585,8 +585,8 @@ func TestCanonical(t *testing.T) {
 }
 
 // TestCheck: what no sampler writes is refused by the readers that show
-// figures (audit of 2026-11-26: a hand-edited file printed "13.0 MiB +
-// 6.3 MiB = 12.0 MiB", negative counts and a PID of -5).
+// figures (a hand-edited file could print "13.0 MiB + 6.3 MiB = 12.0
+// MiB", negative counts and a PID of -5).
 func TestCheck(t *testing.T) {
 	ok := func() *sample.Snapshot {
 		return &sample.Snapshot{Procs: []sample.Process{{PID: 1, RAM: 10, Private: 4, Shared: 6}, {PID: 7, PPID: 1, RAM: 5, Private: 5}}}

@@ -84,7 +84,7 @@ func TestCleanKey(t *testing.T) {
 		"mixed\xfeü\x00": `mixed\xfeü\x00`,
 		// A backslash is doubled, so that a name holding the four
 		// characters \xff stays apart from one holding the byte 0xff
-		// (the history merged them; audit of 2026-11-26).
+		// (else the history would merge them).
 		`lit\xffname`:  `lit\\xffname`,
 		"real\xffname": `real\xffname`,
 		`C:\dir`:       `C:\\dir`,
