@@ -172,7 +172,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 		fake, pids := e.fakeTree(t, "userns-fake")
 		linkAll(t, pids, "comm", secret)
 		linkAll(t, pids, "status", secret)
-		etcX := "/etc/memwho-review-" + strconv.Itoa(os.Getpid())
+		etcX := "/etc/memwho-refused-" + strconv.Itoa(os.Getpid())
 		t.Cleanup(func() { os.Remove(etcX) })
 		closed := e.closedDir(t, "closed-userns")
 		for _, script := range []string{
@@ -255,7 +255,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 		closed := e.closedDir(t, "closed-serve")
 		rootFile := filepath.Join(e.dir, "root-regular")
 		os.WriteFile(rootFile, []byte("keep\n"), 0o644)
-		etcSock := "/etc/memwho-review-" + strconv.Itoa(os.Getpid()) + ".sock"
+		etcSock := "/etc/memwho-refused-" + strconv.Itoa(os.Getpid()) + ".sock"
 		t.Cleanup(func() { os.Remove(etcSock) })
 		for _, args := range []string{
 			"serve --listen 127.0.0.1:0 --web-config " + secret,
@@ -330,7 +330,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 		}{
 			{nil, "record --once --db " + secret},
 			{nil, "record --once --db " + closed + "/h.db"},
-			{nil, "record --once --db /etc/memwho-review.db"},
+			{nil, "record --once --db /etc/memwho-refused.db"},
 			{nil, "record --once --db /dev/zero"},
 			{nil, "record --once --db " + fifo},
 			{nil, "leaks --db " + secret},
@@ -341,7 +341,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 			{nil, "export --db " + db + " -o " + rootOut},
 			{nil, "export --db " + db + " -o " + link},
 			{nil, "export --db " + db + " -o " + closed + "/x.csv"},
-			{nil, "export --db " + db + " -o /etc/memwho-review.csv"},
+			{nil, "export --db " + db + " -o /etc/memwho-refused.csv"},
 			{nil, "export --db " + db + " -o /dev/stdout"},
 			{nil, "record --once --db postgres://memwho@127.0.0.1:1/x?connect_timeout=2 --spool " + spool},
 			{nil, "record --once --db postgres://memwho@127.0.0.1:1/x?connect_timeout=2 --spool " + closed + "/spool"},
@@ -364,7 +364,7 @@ func (e *privEnv) checkInstallAttacks(t *testing.T) {
 		if b, _ := os.ReadFile(leftover); string(b) != "keep\n" {
 			t.Errorf("record's spool removed root's file: %q", b)
 		}
-		for _, p := range []string{"/etc/memwho-review.db", "/etc/memwho-review.csv", filepath.Join(closed, "h.db"), filepath.Join(closed, "x.csv"), filepath.Join(closed, "spool")} {
+		for _, p := range []string{"/etc/memwho-refused.db", "/etc/memwho-refused.csv", filepath.Join(closed, "h.db"), filepath.Join(closed, "x.csv"), filepath.Join(closed, "spool")} {
 			if _, err := os.Lstat(p); err == nil {
 				os.RemoveAll(p)
 				t.Errorf("%s was created", p)
@@ -580,7 +580,7 @@ func (e *privEnv) checkWatchInspect(t *testing.T) {
 		// A fresh output file per run: the last run's frame must not
 		// look like this one's (the status would be read before Setup).
 		script := `cd ` + own + ` && rm -f w.out && ulimit -c unlimited 2>/dev/null
-GOTRACEBACK=crash MEMWHO_REVIEW_ENV=` + secretText + `-env "$M" watch --plain --interval 1h ` + tc.flags + ` >w.out 2>&1 &
+GOTRACEBACK=crash MEMWHO_SECRET_ENV=` + secretText + `-env "$M" watch --plain --interval 1h ` + tc.flags + ` >w.out 2>&1 &
 p=$!
 i=0
 until grep -q total w.out 2>/dev/null; do sleep 0.05; i=$((i+1)); if [ $i -ge 2400 ]; then echo TIMEOUT; break; fi; done
