@@ -32,11 +32,11 @@ func TestMain(m *testing.M) {
 // (internal/proc/testdata) with "unpack NAME DIR" and runs memwho on them.
 func TestScript(t *testing.T) { clitest.Scripts(t, "testdata/script", *update) }
 
-// TestRecordNoFileCheck runs the seventh review's scripts
-// (testdata/nofile): record's open-file check under a limit whose
-// descriptors are mostly taken already.
+// TestRecordNoFileCheck runs the scripts in testdata/nofile: record's
+// open-file check under a limit whose descriptors are mostly taken
+// already.
 func TestRecordNoFileCheck(t *testing.T) { clitest.Scripts(t, "testdata/nofile", false) }
 
-// TestRecordNoFreeDescriptor runs the eighth review's scripts
-// (testdata/nofree): record with no descriptor free at all.
+// TestRecordNoFreeDescriptor runs the scripts in testdata/nofree: record
+// with no descriptor free at all.
 func TestRecordNoFreeDescriptor(t *testing.T) { clitest.Scripts(t, "testdata/nofree", false) }

@@ -476,7 +476,7 @@ func (e *privEnv) serveRaw(t *testing.T, name string, answer []byte) string {
 	return sock
 }
 
-// checkAgentAttacks is the second review's attacks on the capability
+// checkAgentAttacks is the attacks on the capability
 // install (called from checkAttacks).
 func (e *privEnv) checkAgentAttacks(t *testing.T) {
 	e.checkAgentExec(t)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// checkFileLimitAttacks is the sixth review's attack on the privileged
+// checkFileLimitAttacks is the attack on the privileged
 // install (file capabilities, secure mode): the user runs it under the
 // lowest open-file limits a scan accepts. No crash, exit 0, the
 // capability still reaches smaps_rollup (the root-owned target exact),

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// checkTempNameAttacks is the fifth review's attacks on the temporary
+// checkTempNameAttacks is the attacks on the temporary
 // names of the files memwho creates (now from math/rand/v2): another
 // user fills a shared sticky directory (a /tmp) with names of the form
 // Create uses, symlinks to a root-owned file, dangling symlinks and

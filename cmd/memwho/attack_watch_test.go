@@ -83,7 +83,7 @@ func checkTerminalStream(t *testing.T, out string) {
 	}
 }
 
-// checkWatchAttacks is the fourth review's attacks on the live view
+// checkWatchAttacks is the attacks on the live view
 // (docs/safe.md): its terminal layer while it holds CAP_SYS_PTRACE.
 func (e *privEnv) checkWatchAttacks(t *testing.T) {
 	e.startHostileNamedProcs(t)

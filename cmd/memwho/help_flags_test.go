@@ -13,8 +13,8 @@ import (
 	"github.com/memwho/memwho/internal/proc/proctest"
 )
 
-// The sixteenth review (docs/safe.md): the audit's fixes of 2026-11-26,
-// as memwho's command line meets them.
+// Flags and help words as memwho's command line checks them (rows in
+// docs/safe.md).
 
 // runMemwho runs memwho with args and returns stdout, stderr's lines and
 // the exit code.
@@ -25,7 +25,7 @@ func runMemwho(args ...string) (string, []string, int) {
 }
 
 // TestHelpCommand: memwho help WORD prints usage for the commands it
-// knows (help --help too: any word was taken before the audit), and is
+// knows (help --help too; any word was taken before), and is
 // a one-line usage error for anything else; it never hands a word that
 // is not one of the agent's four commands to memwho-agent, nor more
 // than one. BROKE before the fix: help --help and help -h were usage

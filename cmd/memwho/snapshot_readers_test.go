@@ -21,9 +21,9 @@ import (
 	"github.com/memwho/memwho/internal/snapshot/snapserve"
 )
 
-// The seventeenth review (docs/safe.md): the audits' fixes of
-// 2026-11-26 (stdin snapshots, snapshot.Check, the stale note, a --fast
-// agent refused), as memwho's command line meets them.
+// Snapshots as memwho's command line reads them: stdin snapshots,
+// snapshot.Check, the stale note, a --fast agent refused (rows in
+// docs/safe.md).
 
 // plausibleSnap is agentSnapshot with PIDs from 1, spoilt by spoil.
 func plausibleSnap(taken time.Time, spoil func(s *sample.Snapshot)) *sample.Snapshot {
@@ -309,7 +309,7 @@ func TestStaleNote(t *testing.T) {
 	}
 }
 
-// TestHostileSnapshotPlausible: the second review's hostile agent
+// TestHostileSnapshotPlausible: the hostile agent
 // snapshot stays what a sampler could write, so that its attacks still
 // reach the renderers (TestPrivilegedInstall runs them).
 func TestHostileSnapshotPlausible(t *testing.T) {

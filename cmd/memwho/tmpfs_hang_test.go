@@ -7,7 +7,7 @@ import (
 	"github.com/memwho/memwho/internal/proc"
 )
 
-// TestTmpfsUsageHang is the third review's hanging mount: the statfs of
+// TestTmpfsUsageHang is the hanging mount: the statfs of
 // one mount point never returns (a FUSE mount that does not answer, met
 // while resolving the path). The ledger's tmpfs lines must come back
 // within tmpfsTimeout, the silent mount counted with those left out.

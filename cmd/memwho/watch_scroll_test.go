@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The fifteenth review (docs/safe.md): scrolling and the hang-up, in
+// Attacks tabled in docs/safe.md: scrolling and the hang-up, in
 // the real binary on a pseudo-terminal. MEMWHO_WATCHTEST_BINARY, when set, is the
 // binary to try instead of one built from this tree (to run these
 // against an older build).

@@ -1,6 +1,6 @@
 package main
 
-// The fourth review (docs/safe.md): the live view against its terminal.
+// Attacks tabled in docs/safe.md: the live view against its terminal.
 // The real binary (its signal handling is cli.Main's, which the test
 // binary's TestMain does not have) runs on a pseudo-terminal of the
 // test's, made its controlling terminal, on a fake /proc tree.

@@ -2,7 +2,7 @@
 
 package main
 
-// The fourth review (docs/safe.md): the live view's terminal layer in a
+// Attacks tabled in docs/safe.md: the live view's terminal layer in a
 // real terminal. tmux interprets what memwho writes as a terminal would,
 // so a sequence that got through would show: a changed window title, a
 // tmux paste buffer set by OSC 52, a line wrapped onto the next, rows

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// The sixteenth review (docs/safe.md): the audit's fixes of 2026-11-26
-// to the command line (NoEmpty, Excludes, flagError, UsageError.Command).
+// The command line's checks (NoEmpty, Excludes, flagError,
+// UsageError.Command; rows in docs/safe.md).
 
 // reportLikeFlags is a flag set shaped as the report's: -p and --pid one
 // string, --from, --proc, -t and --total one bool, --system, --fast,

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestInterruptibleView: the fifteenth review's signals at
+// TestInterruptibleView: the signals at
 // InterruptibleView (docs/safe.md): SIGHUP twice then SIGTERM at once,
 // before anyone reads (the channel closed once, the context ended, the
 // process alive); under nohup the same (the channel never closed, SIGHUP

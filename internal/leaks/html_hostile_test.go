@@ -13,7 +13,7 @@ import (
 	"github.com/memwho/memwho/internal/store"
 )
 
-// TestHTMLHostile is the third review's leaks page: a process and a host
+// TestHTMLHostile is the leaks page: a process and a host
 // named to break out of HTML text, attributes, the SVG title and the
 // page's script, and a fit of NaN and infinities (a database the
 // attacker wrote). Every chart must stay well-formed XML, the page must

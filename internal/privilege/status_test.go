@@ -14,7 +14,7 @@ const elevatedStatus = "Name:\tmemwho\nUmask:\t0022\nState:\tR (running)\n" +
 	"CapInh:\t0000000000000000\nCapPrm:\t0000000000080004\nCapEff:\t0000000000080004\n" +
 	"CapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
 
-// TestParseStatusHostile: the seventh review's attacks on parseStatus.
+// TestParseStatusHostile: the attacks on parseStatus.
 // No text may read as "not elevated" while it holds capabilities, and
 // none malformed may be accepted.
 func TestParseStatusHostile(t *testing.T) {

@@ -114,7 +114,7 @@ func FuzzParseTmpfsMounts(f *testing.F) {
 	})
 }
 
-// TestTmpfsUsedSymlinkedParent is the third review's planted link: a
+// TestTmpfsUsedSymlinkedParent is the planted link: a
 // user who owns the directory above a tmpfs mount point renames it (the
 // mount moves with it) and leaves a symbolic link in its place to
 // another tmpfs's directory of the same name. mountinfo still names the

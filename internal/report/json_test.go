@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// The sixteenth review (docs/safe.md): the audit's swap ledger (no swap
-// cache line; SwapCached shown under it, not summed) and diff's schema.
+// The swap ledger (no swap cache line; SwapCached shown under it, not
+// summed) and diff's schema (rows in docs/safe.md).
 
 // TestSwapLedger: for hostile meminfo (SwapCached above
 // SwapTotal, SwapFree above SwapTotal, huge values, no swap), the JSON

@@ -9,7 +9,7 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// TestPageManyProcesses is the third review's flood: one user's 50,000
+// TestPageManyProcesses is the flood: one user's 50,000
 // processes, each named with 15 bytes that Sanitize and HTML escaping
 // expand most (a C1 byte: \x9b, four bytes each). The page grows with
 // the processes it draws (one rectangle and title each, in both

@@ -8,7 +8,7 @@ import (
 	"github.com/memwho/memwho/internal/sample"
 )
 
-// The seventeenth review (docs/safe.md): snapshots that passed Check and
+// Attacks tabled in docs/safe.md: snapshots that passed Check and
 // still printed impossible figures.
 
 // TestCheckSpoilt: each spoilt snapshot passed Check before the review

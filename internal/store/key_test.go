@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// The seventeenth review (docs/safe.md): history keys.
+// Attacks tabled in docs/safe.md: history keys.
 
 // TestKeyRoundTrip: every name comes back from its key, and two
 // names never share one (names with NUL, invalid bytes, backslashes,

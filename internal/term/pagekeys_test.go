@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPageKeys: the fifteenth review's attacks on the page,
+// TestPageKeys: the attacks on the page,
 // Home and End keys (docs/safe.md): every spelling split across two
 // reads at every byte after its ESC, floods in one read, pastes holding
 // them, modified keys of xterm and rxvt, and what follows each.

@@ -15,9 +15,8 @@ import (
 	"github.com/memwho/memwho/internal/term"
 )
 
-// The sixteenth review (docs/safe.md): the audit's changes to the live
-// view (cutKeepingPID, layout, the total's label) and to watch --plain's
-// warnings.
+// The live view's cut (cutKeepingPID), layout and total's label, and
+// watch --plain's warnings (rows in docs/safe.md).
 
 // TestCutKeepingPID: the PID kept is always the key's last
 // " [digits]", the one memwho appended: a name that ends in " [123]"

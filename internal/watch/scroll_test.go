@@ -20,7 +20,7 @@ import (
 	"github.com/memwho/memwho/internal/term"
 )
 
-// The fifteenth review (docs/safe.md): scrolling (f8bd37f's sibling,
+// Attacks tabled in docs/safe.md: scrolling (f8bd37f's sibling,
 // 49f2a0e) and the hang-up channel (f8bd37f).
 
 // totalLabelLine is the end of the total line for above rows scrolled past and
