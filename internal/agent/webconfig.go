@@ -505,9 +505,10 @@ type keyPair struct {
 	certPEM, keyPEM []byte // inline, when the path is ""
 	open            OpenFunc
 
-	mu     sync.Mutex
-	loaded *tls.Certificate
-	seen   [2]fileStamp // of cert and key when loaded
+	mu       sync.Mutex
+	loaded   *tls.Certificate
+	seen     [2]fileStamp // of cert and key when loaded
+	renewing bool         // a load runs (without mu): serve loaded meanwhile
 }
 
 // fileStamp is what says a file changed: its modification time and size.
@@ -529,36 +530,73 @@ func stamp(path string) (fileStamp, error) {
 
 func (k *keyPair) get() (*tls.Certificate, error) {
 	k.mu.Lock()
+	if k.loaded != nil && k.renewing {
+		// A stat or read that never returns (a FUSE or NFS mount)
+		// stalls only the handshake that made it.
+		c := k.loaded
+		k.mu.Unlock()
+		return c, nil
+	}
+	if k.loaded == nil {
+		// The first load, at start: nothing to serve meanwhile.
+		defer k.mu.Unlock()
+		c, now, ok, err := k.load(k.seen, nil)
+		if err != nil {
+			return nil, err
+		}
+		k.loaded = c
+		if ok {
+			k.seen = now
+		}
+		return c, nil
+	}
+	k.renewing = true
+	loaded, seen := k.loaded, k.seen
+	k.mu.Unlock()
+	c, now, ok, err := k.load(seen, loaded)
+	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.renewing = false
+	if err != nil {
+		return k.loaded, nil // the last good pair while a renewal is half written
+	}
+	k.loaded = c
+	if ok {
+		k.seen = now
+	}
+	return c, nil
+}
+
+// load returns the pair, read again unless the files' stamps are still
+// seen (then loaded, when not nil), the stamps now and whether both could
+// be taken. It runs without k.mu, which guards only loaded and seen.
+func (k *keyPair) load(seen [2]fileStamp, loaded *tls.Certificate) (*tls.Certificate, [2]fileStamp, bool, error) {
 	cs, cerr := stamp(k.cert)
 	ks, kerr := stamp(k.key)
 	now := [2]fileStamp{cs, ks}
-	if k.loaded != nil && cerr == nil && kerr == nil && now[0].mod.Equal(k.seen[0].mod) && now[1].mod.Equal(k.seen[1].mod) &&
-		now[0].size == k.seen[0].size && now[1].size == k.seen[1].size {
-		return k.loaded, nil
+	ok := cerr == nil && kerr == nil
+	if loaded != nil && ok && now[0].mod.Equal(seen[0].mod) && now[1].mod.Equal(seen[1].mod) &&
+		now[0].size == seen[0].size && now[1].size == seen[1].size {
+		return loaded, seen, true, nil
 	}
 	certPEM, keyPEM := k.certPEM, k.keyPEM
 	var err error
 	if k.cert != "" {
 		if certPEM, err = readFile(k.open, k.cert); err != nil {
-			return k.fallback(fmt.Errorf("cert_file: %w", err))
+			return nil, now, ok, fmt.Errorf("cert_file: %w", err)
 		}
 	}
 	if k.key != "" {
 		if keyPEM, err = readFile(k.open, k.key); err != nil {
-			return k.fallback(fmt.Errorf("key_file: %w", err))
+			return nil, now, ok, fmt.Errorf("key_file: %w", err)
 		}
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		// The message of X509KeyPair never quotes key material.
-		return k.fallback(fmt.Errorf("certificate %s and key %s: %w", orInline(k.cert), orInline(k.key), err))
+		return nil, now, ok, fmt.Errorf("certificate %s and key %s: %w", orInline(k.cert), orInline(k.key), err)
 	}
-	k.loaded = &c
-	if cerr == nil && kerr == nil {
-		k.seen = now
-	}
-	return k.loaded, nil
+	return &c, now, ok, nil
 }
 
 func orInline(path string) string {
@@ -566,15 +604,6 @@ func orInline(path string) string {
 		return "(inline)"
 	}
 	return path
-}
-
-// fallback keeps serving the last good pair while a renewal is half
-// written.
-func (k *keyPair) fallback(err error) (*tls.Certificate, error) {
-	if k.loaded != nil {
-		return k.loaded, nil
-	}
-	return nil, err
 }
 
 // basicAuth checks user names and passwords against bcrypt hashes.
